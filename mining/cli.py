@@ -1,0 +1,63 @@
+"""``python -m mining <command> [positional args] [hydra overrides]``.
+
+Commands are imported lazily so that GPU nodes without duckdb/polars can still run
+``run``, ``eval`` and ``score``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from mining.errors import UserError
+
+# command -> (module under mining.stages, one-line help, positional arguments)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "tasks": ("tasks_cmd", "list the tasks of a suite or directory", ""),
+    "eval": ("eval_cmd", "evaluate one candidate against one task; prints one JSON object",
+             "<task id or file> <candidate.py>"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: python -m mining <command> [args] [hydra overrides]", "", "commands:"]
+    for name, (_, text, args) in COMMANDS.items():
+        lines.append(f"  {name:<8} {args + '  ' if args else ''}{text}")
+    lines += ["", "examples:", "  python -m mining tasks +task=level3",
+              "  python -m mining tasks task=kernelbench task.root=~/KernelBench task.level=3"]
+    return "\n".join(lines)
+
+
+def split_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Positional arguments vs Hydra overrides (anything with ``=``, or ``+``/``~`` prefixed)."""
+    pos, ovr = [], []
+    for a in argv:
+        (ovr if ("=" in a or a.startswith(("+", "~"))) else pos).append(a)
+    return pos, ovr
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in {"-h", "--help", "help"}:
+        print(usage())
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"error: unknown command {command!r}.\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"mining.stages.{COMMANDS[command][0]}")
+    pos, overrides = split_args(rest)
+    try:
+        from mining.config import load_config
+
+        cfg = load_config(overrides)
+        return int(module.main(cfg, pos) or 0)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        if str(e).startswith("bad override"):
+            print(f"\n{usage()}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; finished work is kept, re-run with the same run_id to resume",
+              file=sys.stderr)
+        return 130

@@ -1,0 +1,1 @@
+"""Reward layer: hack findings, rubric, rule reward and the combined reward (pure functions)."""

@@ -1,0 +1,1 @@
+"""Pure transformations: trajectories -> skill samples, prompt rendering, decontamination."""
