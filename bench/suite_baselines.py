@@ -240,7 +240,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--no-compile", action="store_true", help="time eager only")
-    p.add_argument("--max-seconds", type=float, default=400.0,
+    p.add_argument("--max-seconds", type=float, default=360.0,
                    help="start no new task after this many seconds (the rest are reported skipped)")
     return p.parse_args(argv)
 
