@@ -1,0 +1,52 @@
+"""``python -m mining eval <task id or file> <candidate.py> [overrides]``: one JSON object on stdout.
+
+Exit 0 whenever an evaluation ran (whatever the candidate's fate); 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from mining.errors import UserError
+from mining.tasks import load_file, load_tasks
+
+
+def _task(spec: str, cfg):
+    if spec.endswith(".py") or Path(spec).is_file():
+        if not Path(spec).is_file():
+            raise UserError(f"task file {spec} does not exist")
+        try:
+            return load_file(spec)
+        except ValueError as e:
+            raise UserError(str(e)) from e
+    try:
+        report = load_tasks(cfg.task)
+    except (FileNotFoundError, ValueError) as e:
+        raise UserError(str(e)) from e
+    hits = [t for t in report.tasks if spec in (t.id, t.id.split("_")[-1], t.name)]
+    if not hits:
+        raise UserError(f"no task {spec!r}; `python -m mining tasks` lists the known ids")
+    return hits[0]
+
+
+def main(cfg, args: list[str]) -> int:
+    if len(args) != 2:
+        raise UserError("eval takes two arguments: <task id or file> <candidate.py>")
+    task = _task(args[0], cfg)
+    cand = Path(args[1])
+    if not cand.is_file():
+        raise UserError(f"candidate file {cand} does not exist")
+    from rewards.harness import HarnessConfig, evaluate
+
+    try:
+        hcfg = HarnessConfig.from_mapping(OmegaConf.to_container(cfg.harness, resolve=True))
+    except ValueError as e:
+        raise UserError(str(e)) from e
+    with contextlib.redirect_stdout(sys.stderr):  # stdout carries the JSON object only
+        result = evaluate(task, cand.read_text(), hcfg)
+    print(result.to_json())
+    return 0

@@ -1,0 +1,94 @@
+"""HarnessConfig: the typed form of conf/harness/*.yaml; unknown keys fail with one sentence."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _d(**kw: Any) -> Any:
+    return field(default_factory=lambda: dict(kw))
+
+
+@dataclass
+class HarnessConfig:
+    device: str = "auto"
+    shrink: Any = "auto"
+    trials: int = 5
+    seed: int = 42
+    copy_params: bool = False
+    atol: dict = _d(float32=1e-4, float16=1e-2, bfloat16=1e-2)
+    rtol: dict = _d(float32=1e-4, float16=1e-2, bfloat16=1e-2)
+    warmup: int = 3
+    timed_calls: int = 100
+    input_sets: int = 3
+    l2_flush_mb: int = 256
+    spot_checks: int = 3
+    timer_disagreement: float = 1.5
+    timer_slack_us: float = 50.0
+    timeouts_s: dict = _d(build=600, correctness=120, timing=300, baseline=600, start=120)
+    build_workers: Any = "auto"
+    gpu_workers: Any = "auto"
+    cpu_workers: int = 1
+    cache_dir: str = "~/.cache/kernelmine"
+    network_namespace: bool = True
+    compile_baseline: bool = True
+    baselines: bool = True
+    profile: bool = True
+    profile_calls: int = 3
+    cuda_arch: str = "auto"
+    build_max_jobs: int = 4
+    fast_build: bool = True
+    ceilings: dict = _d(bandwidth_Bps=4.3e12,
+                        peak_flops={"float32": 6.0e13, "float16": 7.9e14, "bfloat16": 7.9e14})
+
+    @classmethod
+    def from_mapping(cls, m: dict | None) -> HarnessConfig:
+        m = dict(m or {})
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(m) - names)
+        if unknown:
+            raise ValueError(f"unknown harness config key(s) {unknown}; known keys: {sorted(names)}")
+        base = cls()
+        for k, v in m.items():
+            cur = getattr(base, k)
+            if isinstance(cur, dict) and isinstance(v, dict):
+                v = {**cur, **v}  # partial overrides of a nested table keep the other entries
+            setattr(base, k, v)
+        if base.input_sets < 3 or base.trials < 1:
+            raise ValueError("harness.input_sets must be >= 3 and harness.trials >= 1")
+        return base
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @property
+    def cache_path(self) -> str:
+        return os.path.abspath(os.path.expanduser(self.cache_dir))
+
+    def resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def n_build_workers(self) -> int:
+        return (os.cpu_count() or 1) if self.build_workers == "auto" else int(self.build_workers)
+
+    def n_exec_workers(self, device: str) -> int:
+        if device != "cuda":
+            return max(1, int(self.cpu_workers))
+        if self.gpu_workers == "auto":
+            import torch
+
+            return max(1, torch.cuda.device_count())
+        return int(self.gpu_workers)
+
+    def overrides_for(self, task: Any, device: str) -> dict:
+        small = dict(getattr(task, "small", None) or {})
+        if self.shrink is True or (self.shrink == "auto" and device == "cpu"):
+            return small
+        return {}

@@ -1,0 +1,330 @@
+"""Evaluator: build pool, execution workers, reference worker; one EvalResult per candidate.
+
+Flow of one candidate: (1) a fresh build worker imports it so that its load_inline calls
+build into the content-hash cache (pool sized to the CPU cores, no GPU visible); (2) the
+task's reference inputs, outputs and baselines come from the reference worker, once per task;
+(3) a fresh execution worker (pre-spawned, one slot per GPU) loads the cached build, runs the
+trials, the timed calls and one profile, phase by phase under wall-clock limits; the parent
+compares the outputs. A worker that dies or overruns is killed and the slot gets a new one.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import queue
+import re
+import threading
+import time
+from typing import Any
+
+import torch
+
+from rewards.harness import baselines, protocol
+from rewards.harness.compare import compare, zeros_would_pass
+from rewards.harness.config import HarnessConfig
+from rewards.harness.result import EvalResult
+from rewards.harness.sandbox import Worker
+
+
+class PhaseTimeout(Exception):
+    pass
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class WorkerRaised(Exception):
+    pass
+
+
+def ask(w: Worker, job: dict | None, timeout: float) -> dict:
+    try:
+        if job is not None:
+            protocol.send(w.conn, job)
+        if not w.conn.poll(timeout):
+            raise PhaseTimeout(f"no answer within {timeout:.0f} s")
+        res = protocol.recv(w.conn)
+    except (EOFError, OSError, ConnectionError) as e:
+        try:
+            w.proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001 - still alive after closing its end: kill below
+            pass
+        raise WorkerDied(w.exit_reason()) from e
+    except Exception as e:  # noqa: BLE001 - an unreadable message (weights_only refused it)
+        raise WorkerDied(f"worker sent an unreadable message ({type(e).__name__})") from e
+    if isinstance(res, dict) and res.get("exception"):
+        raise WorkerRaised(res["exception"])
+    return res
+
+
+def _first_error_line(log: str) -> str:
+    for line in log.splitlines():
+        if re.search(r"\berror\b", line, re.I) and "Error building extension" not in line:
+            return line.strip()[:300]
+    return ""
+
+
+class _Slot:
+    """One execution slot (a GPU, or a CPU worker) with a pre-spawned spare worker."""
+
+    def __init__(self, ev: Evaluator, index: int, gpu: str | None):
+        self.ev, self.index, self.gpu = ev, index, gpu
+        self.lock = threading.Lock()  # serialises all timing on this device
+        self.spare: Worker | None = None
+
+    def take(self) -> Worker:
+        w = self.spare if self.spare is not None and self.spare.alive() else self.ev._spawn("candidate", self.gpu)
+        self.spare = self.ev._spawn("candidate", self.gpu)  # warms up while this one works
+        return w
+
+
+class Evaluator:
+    def __init__(self, config: HarnessConfig | dict | None = None):
+        self.cfg = config if isinstance(config, HarnessConfig) else HarnessConfig.from_mapping(config)
+        self.device = self.cfg.resolved_device()
+        self.cache = self.cfg.cache_path
+        self.arch = None if self.cfg.cuda_arch == "auto" else self.cfg.cuda_arch
+        self._ctx: dict[Any, dict] = {}
+        self._ctx_lock = threading.Lock()
+        self._ref_lock = threading.Lock()
+        self.info: dict = {}
+
+    # -- lifecycle ---------------------------------------------------------------
+    def __enter__(self) -> Evaluator:
+        os.makedirs(self.cache, exist_ok=True)
+        n_exec = self.cfg.n_exec_workers(self.device)
+        gpus = self._visible_gpus()[:n_exec] if self.device == "cuda" else [None] * n_exec
+        self._ref = self._spawn("reference", gpus[0])
+        self.info = ask(self._ref, None, self.cfg.timeouts_s.get("start", 120))
+        if self.device == "cuda" and self.arch is None:
+            self.arch = self.info.get("capability")
+        self._slots: queue.Queue[_Slot] = queue.Queue()
+        self._all_slots = [_Slot(self, i, g) for i, g in enumerate(gpus)]
+        for s in self._all_slots:
+            s.spare = self._spawn("candidate", s.gpu)
+            self._slots.put(s)
+        self._build_sem = threading.Semaphore(self.cfg.n_build_workers())
+        self._pool = cf.ThreadPoolExecutor(self.cfg.n_build_workers() + n_exec + 1, thread_name_prefix="km-eval")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        for s in self._all_slots:
+            if s.spare is not None:
+                s.spare.cleanup()
+        self._ref.cleanup()
+
+    def submit(self, task: Any, candidate_source: str) -> cf.Future:
+        return self._pool.submit(self._evaluate, task, candidate_source)
+
+    # -- helpers -----------------------------------------------------------------
+    def _visible_gpus(self) -> list[str]:
+        vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if vis:
+            return [v.strip() for v in vis.split(",") if v.strip()]
+        return [str(i) for i in range(max(1, torch.cuda.device_count()))]
+
+    def _spawn(self, role: str, gpu: str | None) -> Worker:
+        env = {"KM_DEVICE": self.device, "MAX_JOBS": str(self.cfg.build_max_jobs),
+               "TORCH_EXTENSIONS_DIR": os.path.join(self.cache, "ext"),
+               "CUDA_VISIBLE_DEVICES": "" if (role == "build" or gpu is None) else gpu}
+        if self.arch:
+            env["TORCH_CUDA_ARCH_LIST"] = self.arch
+        return Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace)
+
+    def _task_context(self, task: Any) -> dict:
+        ov = self.cfg.overrides_for(task, self.device)
+        k = (task.hash, repr(sorted(ov.items())))
+        with self._ctx_lock:
+            if k in self._ctx:
+                return self._ctx[k]
+        c = self.cfg
+        with self._ref_lock, self._all_slots[0].lock:
+            ctx = ask(self._ref, {"op": "prepare", "task_source": task.source, "overrides": ov,
+                                  "seed": c.seed, "device": self.device,
+                                  "trial_seeds": [c.seed + 1 + i for i in range(c.trials)],
+                                  "set_seeds": [c.seed + 1001 + i for i in range(c.input_sets)]},
+                      c.timeouts_s["baseline"])
+            ctx["overrides"], ctx["task_source"] = ov, task.source
+            ctx["baseline"] = {}
+            if c.baselines:
+                bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls)
+                base = baselines.load(bk, self.cache)
+                if base is None:
+                    base = ask(self._ref, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls,
+                                           "l2_flush_mb": c.l2_flush_mb, "profile": c.profile,
+                                           "compile": c.compile_baseline and self.device == "cuda"},
+                               c.timeouts_s["baseline"])
+                    base.update(device=self.device, gpu=self.info.get("gpu"), overrides=ov, task_hash=task.hash)
+                    baselines.store(bk, base, self.cache)
+                ctx["baseline"] = base
+        with self._ctx_lock:
+            self._ctx[k] = ctx
+        return ctx
+
+    # -- one candidate ------------------------------------------------------------
+    def _evaluate(self, task: Any, src: str) -> EvalResult:
+        r = EvalResult(status="invalid", device=self.device, gpu=self.info.get("gpu"),
+                       torch=torch.__version__, cuda=torch.version.cuda)
+        ev: dict = {"worker_restarts": 0}
+        r.evidence = ev
+        try:
+            if not self._build(src, r, ev):
+                return r
+            ctx = self._task_context(task)
+            self._fill_ref(ctx, r, ev)
+            slot = self._slots.get()
+            try:
+                with slot.lock:
+                    self._execute(slot, src, ctx, r, ev)
+            finally:
+                self._slots.put(slot)
+        except WorkerRaised as e:  # the reference itself failed: not the candidate's fault
+            r.status, r.error = "invalid", f"reference failed: {e}"
+        return r
+
+    def _build(self, src: str, r: EvalResult, ev: dict) -> bool:
+        with self._build_sem:
+            w = self._spawn("build", None)
+            try:
+                ask(w, None, self.cfg.timeouts_s.get("start", 120))
+                b = ask(w, {"op": "build", "source": src, "cache_root": self.cache,
+                            "fast_build": self.cfg.fast_build}, self.cfg.timeouts_s["build"])
+            except PhaseTimeout:
+                r.status, r.error, r.log_tail = "timeout", "build exceeded its time limit", w.log_tail()
+                return False
+            except (WorkerDied, WorkerRaised) as e:
+                r.status, r.error, r.log_tail = "compile_error", f"the build worker failed ({e})", w.log_tail()
+                return False
+            finally:
+                log = w.log_tail(20000)
+                w.cleanup()
+        r.build_s, r.cache_hit = round(b["build_s"], 3), b["cache_hit"]
+        if not b["ok"]:
+            line = _first_error_line(log) or b["error"]
+            r.status, r.error, r.log_tail = "compile_error", line, log[-2000:]
+            return False
+        r.compiled = True
+        return True
+
+    def _fill_ref(self, ctx: dict, r: EvalResult, ev: dict) -> None:
+        refs = [o for _, outs in ctx["trials"] for o in outs]
+        ev["zeros_would_pass"] = ev["ref_near_zero"] = zeros_would_pass(refs, self.cfg.atol, self.cfg.rtol)
+        ev["ref_flops"], ev["ref_bytes"] = ctx["ref_flops"], ctx["ref_bytes"]
+        ce = self.cfg.ceilings
+        peak = float(ce["peak_flops"].get(ctx["dtype"], ce["peak_flops"]["float32"]))
+        ev["physical_floor_us"] = max(ctx["ref_bytes"] / float(ce["bandwidth_Bps"]), ctx["ref_flops"] / peak) * 1e6
+        base = ctx["baseline"]
+        r.ref_runtime_us, r.ref_compile_runtime_us = base.get("ref_runtime_us"), base.get("ref_compile_runtime_us")
+        if base.get("ref_kernels"):
+            ev["ref_kernels"] = base["ref_kernels"]
+
+    def _execute(self, slot: _Slot, src: str, ctx: dict, r: EvalResult, ev: dict) -> None:
+        c, t = self.cfg, self.cfg.timeouts_s
+        w = slot.take()
+        phase = "start"
+        try:
+            ask(w, None, t.get("start", 120))
+            phase = "correctness"
+            job = {"op": "load", "source": src, "task_source": ctx["task_source"]}
+            job.update(overrides=ctx["overrides"], seed=c.seed, device=self.device,
+                       copy_params=c.copy_params, cache_root=self.cache, fast_build=c.fast_build)
+            try:
+                ask(w, job, t["correctness"])
+            except WorkerRaised as e:
+                r.status = "invalid" if "defines no `ModelNew`" in str(e) else "runtime_error"
+                r.error = str(e)
+                return
+            res = ask(w, {"op": "trials", "sets": [xs for xs, _ in ctx["trials"]]}, t["correctness"])
+            if not self._judge(res["trials"], ctx, r, ev):
+                return
+            phase = "timing"
+            tr = ask(w, {"op": "time", "sets": [xs for xs, _ in ctx["sets"]], "warmup": c.warmup,
+                         "calls": c.timed_calls, "l2_flush_mb": c.l2_flush_mb, "spot_checks": c.spot_checks},
+                     t["timing"])
+            self._timing(tr, ctx, r, ev)
+            if self.device == "cuda" and c.profile and r.status == "ok":
+                phase = "profile"
+                ev.update(ask(w, {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls},
+                              t["timing"]))
+        except PhaseTimeout as e:
+            r.status, r.correct, r.error = "timeout", False, f"{phase} phase: {e}"
+            ev["worker_restarts"] += 1
+        except WorkerDied as e:
+            r.status, r.correct, r.error = "crashed", False, f"{phase} phase: {e}"
+            ev["worker_restarts"] += 1
+        except WorkerRaised as e:
+            r.status, r.correct, r.error = "runtime_error", False, f"{phase} phase: {e}"
+        finally:
+            r.log_tail = r.log_tail or w.log_tail()
+            w.cleanup()
+
+    def _judge(self, trials: list, ctx: dict, r: EvalResult, ev: dict) -> bool:
+        r.trials = len(trials)
+        errs = []
+        for tr, (_, refs) in zip(trials, ctx["trials"], strict=True):
+            if tr["non_dense"]:
+                ev["non_dense_output"] = tr["non_dense"]
+                errs.append(f"an output is a {tr['non_dense']}, not a plain dense tensor")
+                continue
+            if tr["aliased"]:
+                ev["output_aliases_input"] = True
+                errs.append("an output aliases an input")
+            if tr["mutated"]:
+                ev["input_mutated"] = True
+                errs.append("an input changed during the call")
+            cmp = compare(tr["outputs"], refs, self.cfg.atol, self.cfg.rtol)
+            r.max_abs_err = max(r.max_abs_err or 0.0, cmp["max_abs_err"])
+            r.max_rel_err = max(r.max_rel_err or 0.0, cmp["max_rel_err"])
+            if not cmp["ok"]:
+                errs.append(cmp["error"])
+        ev.setdefault("output_aliases_input", False)
+        ev.setdefault("input_mutated", False)
+        outs = [tr["outputs"] for tr in trials if tr["outputs"]]
+        refs = [refs for _, refs in ctx["trials"]]
+        same = lambda xs: len(xs) > 1 and all(len(a) == len(xs[0]) and all(torch.equal(p, q) for p, q in zip(a, xs[0], strict=True)) for a in xs[1:])  # noqa: E731
+        ev["constant_output"] = bool(same(outs) and not same(refs))
+        if errs:
+            r.status, r.correct, r.error = "incorrect", False, errs[0]
+            return False
+        r.status, r.correct = "ok", True
+        return True
+
+    def _timing(self, tr: dict, ctx: dict, r: EvalResult, ev: dict) -> None:
+        from rewards.harness.timing import stats
+
+        wall = stats(tr["wall_us"])
+        ev["wall_us"] = wall["median"]
+        if self.device == "cuda":
+            evt = stats(tr["event_us"])
+            ev["event_us"] = evt["median"]
+            ev["timer_ratio"] = wall["median"] / max(evt["median"], 1e-9)
+            ev["timer_disagreement"] = bool(ev["timer_ratio"] > self.cfg.timer_disagreement
+                                            and wall["median"] - evt["median"] > self.cfg.timer_slack_us)
+            # the honest number: events, unless work escaped them (then the host clock)
+            main = wall if ev["timer_disagreement"] else evt
+        else:
+            main = wall
+        r.runtime_us, r.runtime_iqr_us = main["median"], main["iqr"]
+        ev["threads_started"] = tr["threads_started"]
+        ev["precision_flags"] = tr["precision_flags"]
+        bad = False
+        for _, (set_idx, outs) in sorted(tr["kept"].items()):
+            if not compare(outs, ctx["sets"][set_idx][1], self.cfg.atol, self.cfg.rtol)["ok"]:
+                bad = True
+        ev["spot_check_failed"] = bad
+        if bad:
+            r.status, r.correct, r.error = "incorrect", False, "a timed call's output disagreed with the reference"
+            return
+        if r.ref_runtime_us and r.runtime_us:
+            r.speedup = r.ref_runtime_us / r.runtime_us
+        if r.ref_compile_runtime_us and r.runtime_us:
+            r.speedup_vs_compile = r.ref_compile_runtime_us / r.runtime_us
+
+
+def evaluate(task: Any, candidate_source: str, config: HarnessConfig | dict | None = None) -> EvalResult:
+    """Blocking evaluation of one candidate (starts and stops its own workers)."""
+    with Evaluator(config) as ev:
+        return ev.submit(task, candidate_source).result()

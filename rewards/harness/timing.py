@@ -1,0 +1,74 @@
+"""Timed calls: rotated input sets, L2 flush, CUDA events and host wall clock per call.
+
+Each call: flush L2 (write ``l2_flush_mb``), synchronize the device, start the host clock,
+record the start event, call, record the end event, synchronize the device (all streams),
+stop the host clock. Events see the current stream only; the host clock over a device-wide
+sync sees everything, so work hidden on side streams shows up as a wall/event disagreement.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+import torch
+
+
+def flatten(out: Any) -> list:
+    if isinstance(out, (list, tuple)):
+        return [y for x in out for y in flatten(x)]
+    return [out]
+
+
+def to_device(xs: list, device: str) -> list:
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def stats(xs: list[float]) -> dict:
+    if not xs:
+        return {"median": None, "iqr": None}
+    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+    return {"median": statistics.median(xs), "iqr": q[2] - q[0]}
+
+
+def time_calls(fn: Callable, sets: list[list], device: str, warmup: int, calls: int,
+               l2_flush_mb: int, keep: set[int] | None = None) -> dict:
+    """Run ``fn`` over rotated ``sets`` (already on device); returns per-call times in us and
+    the CPU copies of the outputs of the calls listed in ``keep`` (for spot checks)."""
+    cuda = device == "cuda"
+    flush = torch.empty(int(l2_flush_mb * 2**20 // 4), dtype=torch.float32, device=device) if cuda and l2_flush_mb else None
+    keep = keep or set()
+    with torch.no_grad():
+        for i in range(warmup):
+            fn(*sets[i % len(sets)])
+        if cuda:
+            torch.cuda.synchronize()
+        ev, wall, kept = [], [], {}
+        for i in range(calls):
+            xs = sets[i % len(sets)]
+            if cuda:
+                if flush is not None:
+                    flush.zero_()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                start.record()
+                out = fn(*xs)
+                end.record()
+                torch.cuda.synchronize()
+                t1 = time.perf_counter()
+                ev.append(start.elapsed_time(end) * 1e3)
+            else:
+                t0 = time.perf_counter()
+                out = fn(*xs)
+                t1 = time.perf_counter()
+            wall.append((t1 - t0) * 1e6)
+            if i in keep:
+                kept[i] = [o.detach().cpu().clone() if isinstance(o, torch.Tensor) else o for o in flatten(out)]
+    return {"event_us": ev, "wall_us": wall, "kept": kept}
+
+
+def spot_indices(calls: int, n_sets: int, n: int) -> list[int]:
+    """The last ``n`` timed calls (so caching warmed up by earlier calls is exercised)."""
+    return list(range(max(0, calls - n), calls))

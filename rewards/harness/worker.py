@@ -1,0 +1,263 @@
+"""Worker process entry: ``python -m rewards.harness.worker <role> <fd>``.
+
+Roles: ``build`` (import the candidate so its load_inline calls build into the cache, never
+running the model), ``candidate`` (one candidate: load, trials, timing, profile; then the
+process is discarded) and ``reference`` (reference outputs and baselines; never loads
+candidate code, so its timings come from a clean process).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import traceback
+import types
+from multiprocessing.connection import Connection
+
+from rewards.harness.sandbox import enter_network_namespace
+
+NET = enter_network_namespace() if os.environ.get("KM_NETNS") == "1" else "network namespace off"
+
+import torch  # noqa: E402  (after unshare: nothing has opened sockets yet)
+
+from rewards.harness import buildcache, kernels, protocol, timing  # noqa: E402
+from rewards.harness.reference import load_module  # noqa: E402
+
+
+def _err(e: BaseException) -> str:
+    return f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:500]
+
+
+def _exec_candidate(source: str) -> types.ModuleType:
+    mod = types.ModuleType("candidate")
+    mod.__file__ = os.path.join(os.getcwd(), "candidate.py")
+    with open(mod.__file__, "w") as f:
+        f.write(source)
+    sys.modules["candidate"] = mod
+    exec(compile(source, mod.__file__, "exec"), mod.__dict__)
+    return mod
+
+
+def _build_summary() -> dict:
+    recs = buildcache.RECORDS
+    return {"builds": len(recs), "build_s": sum(r["build_s"] for r in recs),
+            "cache_hit": bool(recs) and all(r["cache_hit"] for r in recs),
+            "cuda_sources": [s for r in recs for s in r["cuda_sources"]]}
+
+
+def do_build(job: dict) -> dict:
+    buildcache.install(job["cache_root"], job["fast_build"])
+    try:
+        mod = _exec_candidate(job["source"])
+    except Exception as e:  # noqa: BLE001
+        s = _build_summary()
+        failed_in_build = "load_inline" in "".join(traceback.format_tb(e.__traceback__)) or isinstance(e, SyntaxError)
+        # errors after every load_inline succeeded belong to the runtime (e.g. module-level CUDA use)
+        return {**s, "ok": not failed_in_build, "error": _err(e), "trace": traceback.format_exc()[-3000:]}
+    return {**_build_summary(), "ok": True, "error": None, "has_model_new": hasattr(mod, "ModelNew")}
+
+
+def _devcopy(xs, device):
+    return timing.to_device(xs, device)
+
+
+def _storage_range(t: torch.Tensor) -> tuple[int, int]:
+    st = t.untyped_storage()
+    return st.data_ptr(), st.data_ptr() + st.nbytes()
+
+
+def _aliases(outs: list, ins: list) -> bool:
+    rs = [_storage_range(x) for x in ins if isinstance(x, torch.Tensor) and x.numel()]
+    for o in outs:
+        if isinstance(o, torch.Tensor) and o.numel() and type(o) is torch.Tensor and o.layout == torch.strided:
+            a, b = _storage_range(o)
+            if any(a < d and c < b for c, d in rs):
+                return True
+    return False
+
+
+def _non_dense(outs: list) -> str | None:
+    for o in outs:
+        if type(o) is not torch.Tensor:
+            return type(o).__module__ + "." + type(o).__qualname__
+        if o.layout != torch.strided or o.is_sparse or o.is_meta or o.is_nested:
+            return f"torch.Tensor(layout={o.layout})"
+    return None
+
+
+class Candidate:
+    def __init__(self, job: dict):
+        self.device = job["device"]
+        buildcache.install(job["cache_root"], job["fast_build"])
+        self.threads0 = threading.active_count()
+        mod = _exec_candidate(job["source"])
+        if not hasattr(mod, "ModelNew"):
+            raise LookupError("the candidate defines no `ModelNew`")
+        ref = load_module(job["task_source"], job["overrides"], name="reference")
+        torch.manual_seed(job["seed"])
+        init = ref.get_init_inputs()
+        ref_model = None
+        if job["copy_params"]:
+            torch.manual_seed(job["seed"])
+            ref_model = ref.Model(*init)
+        torch.manual_seed(job["seed"])
+        self.model = mod.ModelNew(*init)
+        if ref_model is not None:
+            own = dict(self.model.named_parameters())
+            with torch.no_grad():
+                for n, p in ref_model.named_parameters():
+                    if n in own and own[n].shape == p.shape:
+                        own[n].copy_(p)
+        self.model = self.model.to(self.device).eval() if isinstance(self.model, torch.nn.Module) else self.model
+        self.build = _build_summary()
+
+    def trials(self, sets: list) -> list:
+        res = []
+        for xs in sets:
+            dx = _devcopy(xs, self.device)
+            before = [x.clone() if isinstance(x, torch.Tensor) else x for x in dx]
+            with torch.no_grad():
+                outs = timing.flatten(self.model(*dx))
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+            mutated = any(isinstance(a, torch.Tensor) and not (a.shape == b.shape and torch.equal(a, b))
+                          for a, b in zip(dx, before, strict=True))
+            nd = _non_dense(outs)
+            res.append({"aliased": _aliases(outs, dx), "mutated": mutated, "non_dense": nd,
+                        "outputs": [] if nd else [o.detach().cpu().clone() for o in outs]})
+        return res
+
+    def time(self, job: dict) -> dict:
+        sets = [_devcopy(xs, self.device) for xs in job["sets"]]
+        keep = set(timing.spot_indices(job["calls"], len(sets), job["spot_checks"]))
+        r = timing.time_calls(self.model, sets, self.device, job["warmup"], job["calls"],
+                              job["l2_flush_mb"], keep)
+        r["kept"] = {int(i): (i % len(sets), outs) for i, outs in r["kept"].items()}
+        r["threads_started"] = threading.active_count() - self.threads0
+        r["precision_flags"] = {
+            "allow_tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+            "allow_tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+            "matmul_precision": torch.get_float32_matmul_precision(),
+            "allow_fp16_reduction": bool(torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)}
+        return r
+
+    def profile(self, job: dict) -> dict:
+        return profile_model(self.model, _devcopy(job["sets"][0], self.device), job["calls"],
+                             kernels.declared_kernels(self.build["cuda_sources"]))
+
+
+def profile_model(model, xs: list, calls: int, declared: list[str]) -> dict:
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.no_grad():
+        model(*xs)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                torch.cuda._sleep(1000)  # marks the timed (current) stream in the trace
+                model(*xs)
+            torch.cuda.synchronize()
+    path = os.path.join(os.getcwd(), "trace.json")
+    prof.export_chrome_trace(path)
+    out = kernels.summarize_trace(path, declared, calls)
+    out["declared_kernels"] = declared
+    return out
+
+
+class Reference:
+    """Reference model per (task, overrides): inputs, outputs, FLOPs, bytes and baselines."""
+
+    def prepare(self, job: dict) -> dict:
+        dev = job["device"]
+        ref = load_module(job["task_source"], job["overrides"], name="reference")
+        torch.manual_seed(job["seed"])
+        init = ref.get_init_inputs()
+        torch.manual_seed(job["seed"])
+        model = ref.Model(*init).to(dev).eval()
+        self.model, self.device = model, dev
+
+        def run(seed):
+            torch.manual_seed(seed)
+            xs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
+            with torch.no_grad():
+                outs = timing.flatten(model(*_devcopy(xs, dev)))
+            return xs, [o.detach().cpu() for o in outs]
+
+        trials = [run(s) for s in job["trial_seeds"]]
+        sets = [run(s) for s in job["set_seeds"]]
+        self.sets = [_devcopy(xs, dev) for xs, _ in sets]
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with torch.no_grad(), FlopCounterMode(display=False) as fc:
+            outs = timing.flatten(model(*self.sets[0]))
+        nbytes = lambda ts: sum(t.numel() * t.element_size() for t in ts if isinstance(t, torch.Tensor))  # noqa: E731
+        params = list(model.parameters()) + list(model.buffers())
+        dtype = str(params[0].dtype if params else outs[0].dtype).replace("torch.", "")
+        return {"trials": trials, "sets": sets, "ref_flops": float(fc.get_total_flops()),
+                "ref_bytes": float(nbytes(self.sets[0]) + nbytes(params) + nbytes(outs)), "dtype": dtype}
+
+    def baseline(self, job: dict) -> dict:
+        t = lambda fn: timing.time_calls(fn, self.sets, self.device, job["warmup"], job["calls"], job["l2_flush_mb"])  # noqa: E731
+        r = t(self.model)
+        key = "event_us" if self.device == "cuda" else "wall_us"
+        out = {"ref_runtime_us": timing.stats(r[key])["median"], "ref_compile_runtime_us": None}
+        if job["compile"]:
+            try:
+                out["ref_compile_runtime_us"] = timing.stats(t(torch.compile(self.model))[key])["median"]
+            except Exception as e:  # noqa: BLE001 - a baseline that cannot be compiled is absent
+                out["compile_error"] = _err(e)
+        if self.device == "cuda" and job.get("profile"):
+            out["ref_kernels"] = [{k: v for k, v in d.items() if k != "origin"} for d in
+                                  profile_model(self.model, self.sets[0], 1, [])["kernels"]]
+        return out
+
+
+def main() -> None:
+    role, fd = sys.argv[1], int(sys.argv[2])
+    conn = Connection(fd)
+    hello = {"role": role, "net": NET, "torch": str(torch.__version__), "cuda": torch.version.cuda,
+             "pid": os.getpid(), "gpu": None, "capability": None}
+    if os.environ.get("KM_DEVICE") == "cuda" and role != "build":
+        hello["gpu"] = torch.cuda.get_device_name(0)
+        hello["capability"] = "%d.%d" % torch.cuda.get_device_capability(0)
+        torch.cuda.init()
+    protocol.send(conn, hello)
+    state: dict = {}
+    while True:
+        try:
+            job = protocol.recv(conn)
+        except EOFError:
+            return
+        op = job["op"]
+        t0 = time.perf_counter()
+        try:
+            if op == "build":
+                res = do_build(job)
+            elif op == "load":
+                state["cand"] = Candidate(job)
+                res = {"build": state["cand"].build}
+            elif op == "trials":
+                res = {"trials": state["cand"].trials(job["sets"])}
+            elif op == "time":
+                res = state["cand"].time(job)
+            elif op == "profile":
+                res = state["cand"].profile(job)
+            elif op == "prepare":
+                state["ref"] = Reference()
+                res = state["ref"].prepare(job)
+            elif op == "baseline":
+                res = state["ref"].baseline(job)
+            else:
+                res = {"exception": f"unknown op {op!r}"}
+        except Exception as e:  # noqa: BLE001 - the parent classifies; the worker reports
+            traceback.print_exc()
+            res = {"exception": _err(e), "trace": traceback.format_exc()[-3000:]}
+        res["op_s"] = time.perf_counter() - t0
+        sys.stdout.flush()
+        protocol.send(conn, res)
+
+
+if __name__ == "__main__":
+    main()
