@@ -13,6 +13,13 @@ from mining.errors import UserError
 
 # command -> (module under mining.stages, one-line help, positional arguments)
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "split": ("split_cmd", "turns -> deduplicated Skill 1 / Skill 2 samples", ""),
+    "score": ("score_cmd", "recompile + evaluate + reward every unscored sample", ""),
+    "query": ("query_cmd", "SQL over the tables (DuckDB views); --csv/--json",
+              '"SQL" | reward_by_skill | hack_rate | speedup_percentiles | best_per_task'),
+    "report": ("report_cmd", "HTML report + PNG plots under <root>/report", ""),
+    "export": ("export_cmd", "samples -> TRL / verl Parquet or a datasets dataset", "trl|verl|hf"),
+    "compact": ("compact_cmd", "merge small Parquet parts", "[table ...]"),
     "tasks": ("tasks_cmd", "list the tasks of a suite or directory", ""),
     "eval": ("eval_cmd", "evaluate one candidate against one task; prints one JSON object",
              "<task id or file> <candidate.py>"),
@@ -32,7 +39,9 @@ def split_args(argv: list[str]) -> tuple[list[str], list[str]]:
     """Positional arguments vs Hydra overrides (anything with ``=``, or ``+``/``~`` prefixed)."""
     pos, ovr = [], []
     for a in argv:
-        (ovr if ("=" in a or a.startswith(("+", "~"))) else pos).append(a)
+        # an argument with whitespace is positional (SQL such as "... WHERE skill = 1")
+        is_ovr = ("=" in a or a.startswith(("+", "~"))) and not any(c.isspace() for c in a)
+        (ovr if is_ovr else pos).append(a)
     return pos, ovr
 
 

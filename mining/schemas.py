@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: samples gained subtask_index, prev_code_hash, negative, contamination, template_version
 
 # Provenance carried by every row (DESIGN.md: a figure without provenance is not reproducible).
 PROVENANCE = [
@@ -97,6 +97,11 @@ SAMPLES = pa.schema([
     pa.field("reference_structural_hash", pa.string()),
     pa.field("source_status", pa.string()),      # harness status when mined
     pa.field("source_speedup", pa.float64()),
+    pa.field("subtask_index", pa.int32()),
+    pa.field("prev_code_hash", pa.string()),     # Skill 2: normalized hash of the previous code
+    pa.field("negative", pa.bool_()),            # the mined candidate failed (kept as a negative)
+    pa.field("contamination", pa.string()),      # null | exact | structural (kept under warn)
+    pa.field("template_version", pa.string()),
     *PROVENANCE,
 ])
 

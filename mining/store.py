@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 
 from mining.schemas import PRIMARY_KEY, SCHEMA_VERSION, TABLES
@@ -72,19 +73,50 @@ class Store:
         d = self.table_dir(table)
         return sorted(p for p in d.rglob("*.parquet") if not p.name.startswith(".")) if d.is_dir() else []
 
-    def read(self, table: str, columns: list[str] | None = None) -> pa.Table:
+    def read(self, table: str, columns: list[str] | None = None, dedupe: bool = True,
+             parts: list[Path] | None = None) -> pa.Table:
         """Every part of a table as one Arrow table (empty with the schema when there is none).
 
-        Partition folders are not read as columns: ``run_id`` is stored in every row.
+        Partition folders are not read as columns: ``run_id`` is stored in every row. Parts
+        written under an older schema version gain the new columns as nulls. With ``dedupe``
+        one row per primary key is kept (a crash inside ``compact`` may leave a row twice).
         """
         schema = TABLES[table]
-        parts = self.parts(table)
+        parts = self.parts(table) if parts is None else parts
+        key = PRIMARY_KEY[table]
         if not parts:
             empty = schema.empty_table()
             return empty.select(columns) if columns else empty
-        tables = [pq.read_table(p, columns=columns, schema=schema if columns is None else None)
-                  for p in parts]
-        return pa.concat_tables(tables, promote_options="default")
+        want = list(columns) if columns else list(schema.names)
+        if dedupe and key not in want:
+            want.append(key)
+        tables = [_conform(pq.read_table(p), schema, want) for p in parts]
+        data = pa.concat_tables(tables)
+        if dedupe:
+            data = _dedupe(data, key)
+        return data.select(list(columns) if columns else list(schema.names))
+
+    def compact(self, table: str, min_parts: int = 2) -> list[Path]:
+        """Merge the small parts of each partition into one part; returns the new parts.
+
+        Crash-safe: the merged part is written atomically first, the old parts removed after;
+        a crash in between leaves rows twice, and readers keep one row per primary key.
+        """
+        folders: dict[Path, list[Path]] = {}
+        for p in self.parts(table):
+            folders.setdefault(p.parent, []).append(p)
+        written = []
+        for folder, parts in sorted(folders.items()):
+            if len(parts) < min_parts:
+                continue
+            merged = self.read(table, parts=parts)
+            final = folder / f"part-{uuid.uuid4().hex}.parquet"
+            atomic_write_parquet(merged, final)
+            for p in parts:
+                p.unlink()
+            _fsync_dir(folder)
+            written.append(final)
+        return written
 
     def keys(self, table: str) -> set[str]:
         """The primary keys already stored (for resumable, idempotent stages)."""
@@ -94,6 +126,53 @@ class Store:
     def glob(self, table: str) -> str:
         """The read_parquet glob DuckDB uses for a table."""
         return str(self.table_dir(table) / "**" / "*.parquet")
+
+    def connect(self, dedupe: bool = True, threads: int | None = None):
+        """A DuckDB connection with one view per table (duckdb imported here, lazily).
+
+        Each view is ``read_parquet(<glob>, union_by_name=true)`` over every part in place; a
+        table without parts is an empty view with the table's schema. With ``dedupe`` a view
+        keeps one row per primary key.
+        """
+        import duckdb
+
+        con = duckdb.connect()
+        if threads:
+            con.execute(f"SET threads = {int(threads)}")
+        for table, schema in TABLES.items():
+            if not self.parts(table):
+                con.register(f"_empty_{table}", schema.empty_table())
+                con.execute(f"CREATE VIEW {table} AS SELECT * FROM _empty_{table}")
+                continue
+            glob = self.glob(table).replace("'", "''")
+            src = (f"read_parquet('{glob}', union_by_name=true, hive_partitioning=false)")
+            sql = f"SELECT * FROM {src}"
+            if dedupe:
+                sql += f" QUALIFY row_number() OVER (PARTITION BY {PRIMARY_KEY[table]}) = 1"
+            con.execute(f"CREATE VIEW {table} AS {sql}")
+        return con
+
+
+def _conform(t: pa.Table, schema: pa.Schema, names: list[str]) -> pa.Table:
+    """Columns ``names`` of ``t`` in the table schema's types; missing ones as nulls."""
+    cols = []
+    for n in names:
+        f = schema.field(n)
+        cols.append(t.column(n).cast(f.type) if n in t.column_names
+                    else pa.nulls(t.num_rows, f.type))
+    return pa.table(cols, names=names)
+
+
+def _dedupe(t: pa.Table, key: str) -> pa.Table:
+    """Keep the first row of each primary key."""
+    if t.num_rows == 0:
+        return t
+    idx = pa.array(range(t.num_rows), pa.int64())
+    first = (pa.table({"k": t.column(key), "i": idx}).group_by("k", use_threads=False)
+             .aggregate([("i", "min")]).column("i_min"))
+    if len(first) == t.num_rows:
+        return t
+    return t.take(pa.compute.take(first, pa.compute.sort_indices(first)))
 
 
 def atomic_write_parquet(data: pa.Table, final: Path) -> None:
