@@ -1,0 +1,119 @@
+"""`detect`: every finding for one candidate, static (Python + C++) and dynamic.
+
+>>> ref = "import torch.nn as nn\\nclass Model(nn.Module):\\n  def __init__(self, d):\\n" \\
+...       "    super().__init__()\\n    self.fc = nn.Linear(d, d)\\n" \\
+...       "  def forward(self, x):\\n    return self.fc(x)\\n"
+>>> cand = ref.replace("class Model(", "class ModelNew(")
+>>> [f.category for f in detect(ref, cand, {})]
+['reference_copy']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import checks_py, coverage, dynamic, static_cpp
+from .findings import Finding, dedupe, make
+from .harness.result import EvalResult
+from .static_py import PyReport, extract
+
+HALF_WORDS = ("float16", "half", "bfloat16")
+
+
+@dataclass
+class Analysis:
+    cand: PyReport
+    ref: PyReport
+    cpp: static_cpp.CppReport | None
+    cov: coverage.Coverage
+    findings: list[Finding]
+
+
+def as_dict(result: Any) -> dict:
+    if result is None:
+        return {}
+    if isinstance(result, EvalResult):
+        return result.to_dict()
+    if hasattr(result, "to_dict"):
+        return result.to_dict()
+    return dict(result)
+
+
+def cpp_findings(cpp: static_cpp.CppReport, ref_uses_half: bool) -> list[Finding]:
+    out = []
+    for c in cpp.threads:
+        out.append(make("background_thread", f"cuda L{c.line}: {c.name}"))
+    for c in cpp.exits:
+        out.append(make("process_exit", f"cuda L{c.line}: {c.name}"))
+    for c in cpp.files:
+        out.append(make("file_tamper", f"cuda L{c.line}: {c.name}"))
+    for c in cpp.network:
+        out.append(make("network", f"cuda L{c.line}: {c.name}"))
+    for c in cpp.streams:
+        sev = "minor" if cpp.syncs else "major"
+        out.append(make("side_stream", f"cuda L{c.line}: {c.name}", severity=sev))
+    if not ref_uses_half:
+        for c in cpp.half[:1]:
+            out.append(make("precision_downgrade", f"cuda L{c.line}: {c.name}"))
+    for c in cpp.static_tensors:
+        out.append(make("output_cache", f"cuda L{c.line}: static {c.name}"))
+    return out
+
+
+def analyze(reference_source: str, candidate_source: str, result: Any = None,
+            cfg: dict | None = None) -> Analysis:
+    cfg = cfg or {}
+    res = as_dict(result)
+    ev = res.get("evidence") or {}
+    cand, ref = extract(candidate_source), extract(reference_source)
+    ref_uses_half = any(w in (reference_source or "") for w in HALF_WORDS)
+    from .harness.reference import module_constants
+
+    try:
+        consts = module_constants(reference_source)
+    except SyntaxError:
+        consts = {}
+    cpp = static_cpp.analyze("\n".join(cand.sources)) if cand.sources else None
+    cov = coverage.analyze(reference_source, cand, cpp, ev,
+                           float(cfg.get("delegated_credit", 0.5)))
+    found = checks_py.run_all(cand, ref, consts, ref_uses_half)
+    if cpp is not None:
+        found += cpp_findings(cpp, ref_uses_half)
+    if cand.tree is not None and cand.model_new is not None:
+        found += _copy_findings(cand, cpp, cov, ev)
+    found += dynamic.from_evidence(ev, res.get("runtime_us"), cfg.get("dynamic"))
+    return Analysis(cand, ref, cpp, cov, dedupe(found))
+
+
+def _copy_findings(cand: PyReport, cpp, cov: coverage.Coverage, ev: dict) -> list[Finding]:
+    out = []
+    ext_calls = [o for o in cand.ops if o.kind == "ext"]
+    torch_ops = [o for o in cand.ops if o.kind.startswith("torch")]
+    if not ext_calls and torch_ops:
+        out.append(make("reference_copy", "forward calls no custom kernel; torch does the work: "
+                        + ", ".join(sorted({o.name for o in torch_ops}))[:160]))
+    elif ext_calls and not cov.custom_kernels_run and cpp is not None:
+        names = sorted({c.name for fn in ext_calls
+                        for c in cpp.reachable(cpp.bindings.get(fn.name, fn.name))[1]})
+        if names or torch_ops:
+            out.append(make("reference_copy", "extension launches no kernel; ATen does the "
+                            "work: " + ", ".join(names or [o.name for o in torch_ops])[:160]))
+    if cpp is not None and cpp.kernels and "decoy_kernels" not in ev:
+        launched = set()
+        for fn in ext_calls:
+            launched |= set(cpp.reachable(cpp.bindings.get(fn.name, fn.name))[0])
+        idle = [k for k in cpp.kernels if k not in launched]
+        if idle:
+            sev = "major" if not launched else "minor"
+            out.append(make("decoy_kernel", f"kernels never launched from forward: {idle}",
+                            severity=sev))
+    if cand.sources and not ext_calls and not torch_ops:
+        pass
+    return out
+
+
+def detect(reference_source: str, candidate_source: str, result: Any = None,
+           cfg: dict | None = None) -> list[Finding]:
+    """All findings (static and dynamic) for one candidate."""
+    return analyze(reference_source, candidate_source, result, cfg).findings
