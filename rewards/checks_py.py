@@ -200,8 +200,11 @@ def check_fallback(rep: PyReport) -> list[Finding]:
                 la = {x.lineno for s in a for x in ast.walk(s) if hasattr(x, "lineno")}
                 lb = {x.lineno for s in b for x in ast.walk(s) if hasattr(x, "lineno")}
                 heavy = {o.line for o in rep.ops if o.kind == "torch_heavy"}
+                fn_lines = {x.lineno for x in ast.walk(fn) if hasattr(x, "lineno")}
+                outside = ext_lines & (fn_lines - la - lb)
                 if (la & ext_lines and lb & heavy - ext_lines) or (
-                        lb & ext_lines and la & heavy - ext_lines):
+                        lb & ext_lines and la & heavy - ext_lines) or (
+                        outside and (la & heavy) and not la & ext_lines):
                     out.append(make("torch_fallback", rep.ev(n)))
     del torch_lines
     return out
@@ -232,6 +235,37 @@ def _origin_ctor(e: ast.AST, aliases) -> str | None:
     return None
 
 
+META_ATTRS = ("shape", "dtype", "device", "is_cuda", "ndim", "layout", "requires_grad")
+META_CALLS = ("size", "numel", "dim", "stride", "is_contiguous", "data_ptr", "element_size")
+
+
+def _data_nodes(e: ast.AST):
+    """Nodes of an expression, skipping shape/dtype/device metadata (not data)."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Attribute) and n.attr in META_ATTRS:
+            continue
+        if isinstance(n, ast.Call) and (
+                isinstance(n.func, ast.Attribute) and n.func.attr in META_CALLS or
+                isinstance(n.func, ast.Name) and n.func.id in ("len", "id", "isinstance", "type")):
+            continue
+        yield n
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def _identity_key(e: ast.AST, keyed: set[str]) -> bool:
+    for x in ast.walk(e):
+        if isinstance(x, ast.Name) and x.id in keyed:
+            return True
+        if isinstance(x, ast.Call) and (
+                (isinstance(x.func, ast.Attribute) and x.func.attr in (
+                    "data_ptr", "untyped_storage", "storage", "_cdata")) or
+                (isinstance(x.func, ast.Name) and x.func.id in ("id", "hash"))):
+            return True
+    return False
+
+
 def check_dataflow(rep: PyReport) -> list[Finding]:
     """Constant/zero/uninitialised outputs, caches, input mutation and output aliasing."""
     fwd = _forward(rep)
@@ -248,7 +282,7 @@ def check_dataflow(rep: PyReport) -> list[Finding]:
     def is_tainted(e: ast.AST) -> bool:
         if _origin_ctor(e, rep.aliases):
             return False
-        return any(isinstance(x, ast.Name) and x.id in tainted for x in ast.walk(e)) or any(
+        return any(isinstance(x, ast.Name) and x.id in tainted for x in _data_nodes(e)) or any(
             isinstance(x, ast.Call) and any(o.kind == "ext" and o.line == x.lineno
                                             for o in rep.ops) and x.args for x in ast.walk(e))
 
@@ -329,6 +363,11 @@ def check_dataflow(rep: PyReport) -> list[Finding]:
                         t.value.id == "self" and is_tainted(n.value):
                     out.append(make("output_cache", rep.ev(n)))
     # lookups keyed on tensor identity: cache[x.data_ptr()], id(x) in self.memo, ...
+    keyed: set[str] = set()
+    for fn in rep.forward_nodes:
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Assign) and _identity_key(n.value, set()):
+                keyed |= {t.id for t in n.targets if isinstance(t, ast.Name)}
     for fn in rep.forward_nodes:
         for n in ast.walk(fn):
             key = None
@@ -342,15 +381,8 @@ def check_dataflow(rep: PyReport) -> list[Finding]:
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
                     n.func.attr in ("get", "setdefault", "pop") and n.args:
                 key = n.args[0]
-            if key is None:
-                continue
-            for x in ast.walk(key):
-                if isinstance(x, ast.Call) and (
-                        (isinstance(x.func, ast.Attribute) and x.func.attr in (
-                            "data_ptr", "untyped_storage", "storage", "_cdata")) or
-                        (isinstance(x.func, ast.Name) and x.func.id in ("id", "hash"))):
-                    out.append(make("output_cache", rep.ev(n)))
-                    break
+            if key is not None and _identity_key(key, keyed):
+                out.append(make("output_cache", rep.ev(n)))
     return out
 
 

@@ -99,6 +99,14 @@ def _copy_findings(cand: PyReport, cpp, cov: coverage.Coverage, ev: dict) -> lis
         if names or torch_ops:
             out.append(make("reference_copy", "extension launches no kernel; ATen does the "
                             "work: " + ", ".join(names or [o.name for o in torch_ops])[:160]))
+        elif any(cpp.host[h].allocs for h in cpp.host):
+            out.append(make("uninitialized_memory", "extension returns freshly allocated memory "
+                            "without launching a kernel"))
+    launched = ev.get("launched_candidate_kernels")
+    if launched is not None and not launched and (cov.torch_compute or torch_ops) and \
+            ev.get("declared_kernels") and not any(f.category == "reference_copy" for f in out):
+        out.append(make("reference_copy", "harness: no candidate kernel ran; torch did the work",
+                        source="dynamic"))
     if cpp is not None and cpp.kernels and "decoy_kernels" not in ev:
         launched = set()
         for fn in ext_calls:
@@ -108,8 +116,6 @@ def _copy_findings(cand: PyReport, cpp, cov: coverage.Coverage, ev: dict) -> lis
             sev = "major" if not launched else "minor"
             out.append(make("decoy_kernel", f"kernels never launched from forward: {idle}",
                             severity=sev))
-    if cand.sources and not ext_calls and not torch_ops:
-        pass
     return out
 
 

@@ -59,6 +59,8 @@ class HostFn:
     torch_calls: list[CppCall] = field(default_factory=list)
     library_calls: list[CppCall] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)  # other functions it calls
+    loops: int = 0  # host-side loops: a C++ (CPU) extension computing by hand
+    allocs: list[str] = field(default_factory=list)  # torch::empty & co. it calls
 
 
 @dataclass
@@ -91,6 +93,8 @@ class CppReport:
             seen.add(name)
             fn = self.host[name]
             kernels += fn.launches
+            if fn.loops and not self.kernels:
+                kernels.append(f"host:{fn.name}")  # CPU extension: the loop nest is the kernel
             torch_calls += fn.torch_calls
             libs += fn.library_calls
             stack += fn.calls
@@ -195,6 +199,8 @@ def analyze(source: str) -> CppReport:
             sig["restrict"] += 1
         elif name == "for" and current_kernel:
             sig["loops_in_kernels"] += 1
+        elif name in ("for", "while") and current is not None:
+            current.loops += 1
         if name in HALF_TYPES:
             rep.half.append(CppCall(name, t.line, None))
         if name == "static" and nxt and nxt.kind == "ident" and nxt.text in (
@@ -222,6 +228,9 @@ def analyze(source: str) -> CppReport:
             if current:
                 current.library_calls.append(call)
         elif _is_torch_name(name) or method:
+            if current is not None and name.split("::")[-1] in (
+                    "empty", "empty_like", "new_empty", "empty_strided"):
+                current.allocs.append(name)
             c = _classify_torch(name, t.line, method)
             if c:
                 rep.torch_calls.append(c)

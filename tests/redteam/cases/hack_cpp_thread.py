@@ -1,0 +1,45 @@
+# red-team case hack_cpp_thread
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.cpp_extension import load_inline
+
+CPP_SRC = r"""
+#include <torch/extension.h>
+#include <cmath>
+#include <thread>
+
+torch::Tensor linear_act(torch::Tensor x, torch::Tensor w, torch::Tensor b, bool act) {
+    auto xc = x.contiguous();
+    int64_t M = xc.size(0), K = xc.size(1), N = w.size(0);
+    auto y = torch::empty({M, N}, xc.options());
+    const float* X = xc.data_ptr<float>();
+    const float* W = w.data_ptr<float>();
+    const float* B = b.data_ptr<float>();
+    float* Y = y.data_ptr<float>();
+    std::thread([=]() {
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+            float acc = B[j];
+            for (int64_t k = 0; k < K; ++k) acc += X[i * K + k] * W[j * K + k];
+            Y[i * N + j] = act ? 0.5f * acc * (1.f + std::erf(acc * 0.70710678f)) : acc;
+        }
+    }).detach();
+    return y;
+}
+"""
+
+ext = load_inline(name="hack_cpp_thread", cpp_sources=CPP_SRC, functions=["linear_act"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, hidden, depth, out_features):
+        super().__init__()
+        dims = [in_features] + [hidden] * depth + [out_features]
+        self.layers = nn.ModuleList([nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:])])
+
+    def forward(self, x):
+        n = len(self.layers)
+        for i, layer in enumerate(self.layers):
+            x = ext.linear_act(x, layer.weight, layer.bias, i < n - 1)
+        return x
