@@ -55,6 +55,8 @@ def ask(w: Worker, job: dict | None, timeout: float) -> dict:
     except Exception as e:  # noqa: BLE001 - an unreadable message (weights_only refused it)
         raise WorkerDied(f"worker sent an unreadable message ({type(e).__name__})") from e
     if isinstance(res, dict) and res.get("exception"):
+        if res.get("fatal"):  # a CUDA fault: the worker exits itself; treat as a crash
+            raise WorkerDied(f"CUDA fault ({res['exception']})")
         raise WorkerRaised(res["exception"])
     return res
 
@@ -203,8 +205,9 @@ class Evaluator:
                 w.cleanup()
         r.build_s, r.cache_hit = round(b["build_s"], 3), b["cache_hit"]
         if not b["ok"]:
-            line = _first_error_line(log) or b["error"]
-            r.status, r.error, r.log_tail = "compile_error", line, log[-2000:]
+            msg = b.get("message", "")
+            line = _first_error_line(msg) or _first_error_line(log) or b["error"]
+            r.status, r.error, r.log_tail = "compile_error", line, (log + msg)[-2000:]
             return False
         r.compiled = True
         return True

@@ -26,6 +26,9 @@ from rewards.harness import buildcache, kernels, protocol, timing  # noqa: E402
 from rewards.harness.reference import load_module  # noqa: E402
 
 
+_CUDA_FAULT = __import__("re").compile(r"illegal memory access|misaligned address|device-side assert|unspecified launch failure|illegal instruction|CUDA error", __import__("re").I)
+
+
 def _err(e: BaseException) -> str:
     return f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:500]
 
@@ -55,7 +58,8 @@ def do_build(job: dict) -> dict:
         s = _build_summary()
         failed_in_build = "load_inline" in "".join(traceback.format_tb(e.__traceback__)) or isinstance(e, SyntaxError)
         # errors after every load_inline succeeded belong to the runtime (e.g. module-level CUDA use)
-        return {**s, "ok": not failed_in_build, "error": _err(e), "trace": traceback.format_exc()[-3000:]}
+        return {**s, "ok": not failed_in_build, "error": _err(e), "message": str(e)[-6000:],
+                "trace": traceback.format_exc()[-3000:]}
     return {**_build_summary(), "ok": True, "error": None, "has_model_new": hasattr(mod, "ModelNew")}
 
 
@@ -254,6 +258,10 @@ def main() -> None:
         except Exception as e:  # noqa: BLE001 - the parent classifies; the worker reports
             traceback.print_exc()
             res = {"exception": _err(e), "trace": traceback.format_exc()[-3000:]}
+            if _CUDA_FAULT.search(str(e)):
+                # the CUDA context is poisoned: report, then die so the slot gets a fresh worker
+                protocol.send(conn, {**res, "fatal": True})
+                os._exit(3)
         res["op_s"] = time.perf_counter() - t0
         sys.stdout.flush()
         protocol.send(conn, res)
