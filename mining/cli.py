@@ -13,6 +13,7 @@ from mining.errors import UserError
 
 # command -> (module under mining.stages, one-line help, positional arguments)
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("run_cmd", "mine Planner/Coder/Verifier trajectories into the store", ""),
     "split": ("split_cmd", "turns -> deduplicated Skill 1 / Skill 2 samples", ""),
     "score": ("score_cmd", "recompile + evaluate + reward every unscored sample", ""),
     "query": ("query_cmd", "SQL over the tables (DuckDB views); --csv/--json",
@@ -20,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("report_cmd", "HTML report + PNG plots under <root>/report", ""),
     "export": ("export_cmd", "samples -> TRL / verl Parquet or a datasets dataset", "trl|verl|hf"),
     "compact": ("compact_cmd", "merge small Parquet parts", "[table ...]"),
+    "train": ("train_cmd", "GRPO + LoRA on the skill prompts; writes a checkpoint", ""),
+    "cycle": ("cycle_cmd", "rounds of run, split, score, train (coder r+1 = checkpoint r)", ""),
     "tasks": ("tasks_cmd", "list the tasks of a suite or directory", ""),
     "eval": ("eval_cmd", "evaluate one candidate against one task; prints one JSON object",
              "<task id or file> <candidate.py>"),

@@ -52,6 +52,7 @@ class TrainConfig:
     device: str = "auto"
     seed: int = 0
     save_every: int = 0
+    rounds: int = 1
     lora: LoraSettings = field(default_factory=LoraSettings)
     log: dict = field(default_factory=lambda: {"tensorboard": True})
 

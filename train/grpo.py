@@ -193,7 +193,7 @@ class GRPOTrainer:
         last = history[-5:] if history else []
         rm = [h["reward_mean"] for h in last if h.get("reward_mean") is not None]
         rs = [h["reward_std"] for h in last if h.get("reward_std") is not None]
-        meta = {"checkpoint_id": cid, "run_id": self.run_id, "round": self.round,
+        meta = {"checkpoint_id": cid, "run_id": self.run_id, "round": self.round, "step": self.step,
                 "base_model": str(self.base_model), "policy": f"{self.base_model}+{cid}",
                 "reward_mean": sum(rm) / len(rm) if rm else None,
                 "reward_std": sum(rs) / len(rs) if rs else None,

@@ -1,0 +1,88 @@
+"""``python -m mining train [overrides]``: GRPO + LoRA over the stored skill prompts.
+
+    python -m mining train model=hf model.path=/models/coder train.steps=50 +task=level3
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+from omegaconf import OmegaConf
+
+from mining.errors import UserError
+from mining.store import Store
+
+
+def _plain(node) -> dict:
+    return OmegaConf.to_container(node, resolve=True) if node is not None else {}
+
+
+def base_model(cfg) -> str:
+    tcfg, mcfg = cfg.train, cfg.model
+    path = tcfg.get("model") or (mcfg.get("path") if mcfg.get("backend") in ("hf", "vllm") else None)
+    if not path:
+        raise UserError("no base model to train: set train.model=/path/to/hf-model "
+                        "(or model=hf model.path=...)")
+    return str(path)
+
+
+def run_train(cfg, round_: int | None = None, adapter: str | None = None) -> dict:
+    """Train once; returns {checkpoint_id, checkpoint_dir, adapter, steps, reward_first, reward_last}."""
+    from train.config import TrainConfig
+    from train.grpo import GRPOTrainer
+    from train.skill_reward import SkillReward, load_reward_fn, prompts_from_samples
+
+    over = {"adapter": adapter} if adapter else {}
+    try:
+        tcfg = TrainConfig.from_mapping(_plain(cfg.train), **over)
+    except (ValueError, TypeError) as e:
+        raise UserError(f"bad train config: {e}") from e
+    if tcfg.mode == "offline":
+        raise UserError("train.mode=offline is not implemented yet; use the default train.mode=online")
+    store = Store(cfg.store.root)
+    prompts, metas = prompts_from_samples(store.read("samples").to_pylist(), tcfg.skill,
+                                          tcfg.samples_run_id, tcfg.max_prompts)
+    if not prompts:
+        raise UserError(f"no skill samples to train on in {store.root}/samples; "
+                        "run `python -m mining run` and `python -m mining split` first")
+    model = base_model(cfg)
+    rnd = int(cfg.get("round", 0) if round_ is None else round_)
+    with contextlib.ExitStack() as stack:
+        if tcfg.reward == "skill":
+            from mining.tasks import load_tasks
+
+            try:
+                tasks = {t.id: t for t in load_tasks(cfg.task).tasks}
+            except (FileNotFoundError, ValueError) as e:
+                raise UserError(str(e)) from e
+            reward_fn = stack.enter_context(SkillReward(tasks, _plain(cfg.harness), _plain(cfg.rewards)))
+        else:
+            try:
+                reward_fn = load_reward_fn(tcfg.reward)
+            except ValueError as e:
+                raise UserError(str(e)) from e
+        try:
+            trainer = GRPOTrainer(tcfg, model, reward_fn, prompts, metas, store.root,
+                                  run_id=cfg.get("run_id") or None, round_=rnd)
+        except ValueError as e:
+            raise UserError(str(e)) from e
+        res = trainer.train()
+    h = res.history
+    return {"checkpoint_id": res.checkpoint_id, "checkpoint_dir": str(res.checkpoint_dir),
+            "adapter": str(res.checkpoint_dir / "adapter"), "steps": res.steps,
+            "reward_first": h[0]["reward_mean"] if h else None,
+            "reward_last": h[-1]["reward_mean"] if h else None, "log": str(res.log_path),
+            "base_model": model,
+            "time": {k: sum(x[k] for x in h) for k in ("gen_s", "eval_s", "reward_wait_s", "update_s", "step_s")}}
+
+
+def main(cfg, args: list[str]) -> int:
+    out = run_train(cfg)
+    t = out["time"]
+    print(f"train: {out['steps']} steps, reward {out['reward_first']} -> {out['reward_last']}; "
+          f"checkpoint {out['checkpoint_id']} at {out['checkpoint_dir']}")
+    print(f"train: time generation {t['gen_s']:.1f}s, reward {t['eval_s']:.1f}s "
+          f"(blocking {t['reward_wait_s']:.1f}s), update {t['update_s']:.1f}s; log {out['log']}",
+          file=sys.stderr)
+    return 0
