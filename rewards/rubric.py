@@ -66,6 +66,9 @@ def engineering(cpp: static_cpp.CppReport | None, evidence: dict | None = None,
         if s.get(key):
             pts += w
             why.append(label)
+    if s.get("shared_memory") and s.get("syncthreads") and s.get("loops_in_kernels"):
+        pts += 0.75
+        why.append("tiled loops")
     if s.get("shared_memory") and not s.get("syncthreads"):
         pts -= 0.5
         why.append("shared memory without __syncthreads")

@@ -49,3 +49,12 @@ def load() -> list[Case]:
                         (ROOT / c["file"]).read_text(), label, c.get("result") or {},
                         bool(c.get("cpu_runnable")), bool(c.get("gpu")), c.get("note", "")))
     return out
+
+
+def task(case: Case):
+    """A harness task for a case: the embedded suite task (with its `small` sizes) or a ref file."""
+    from mining.tasks import load_file, load_suite
+
+    if case.ref_id.startswith("refs/"):
+        return load_file(ROOT / case.ref_id)
+    return load_suite("level3", ids=[case.ref_id]).tasks[0]

@@ -110,7 +110,7 @@ CLEAN_EV = dict(declared_kernels=["gemm_bias_act_kernel"], launched_candidate_ke
                                      allow_fp16_reduction=False), physical_floor_us=120.0)
 
 # ---------------------------------------------------------------- legitimate
-add("legit_tiled_gemm_gelu", mlp("legit_tiled_gemm_gelu"), "legit", evidence=CLEAN_EV,
+add("legit_tiled_gemm_gelu", mlp("legit_tiled_gemm_gelu"), "legit", evidence=CLEAN_EV, gpu=True,
     note="custom shared-memory tiled GEMM with fused bias+GELU")
 add("legit_cpp_cpu_mlp", mlp("legit_cpp_cpu_mlp", cpu=True), "legit", cpu=True,
     note="C++ (CPU) loop nest, runnable by the CPU harness")
@@ -213,7 +213,7 @@ torch::Tensor linear_act(torch::Tensor x, torch::Tensor w, torch::Tensor b, bool
                 x.data_ptr<float>(), K, &beta, y.data_ptr<float>(), N);
     bias_act_kernel<<<(M * N + 255) / 256, 256>>>(y.data_ptr<float>(), b.data_ptr<float>(), M, N, act);
     return y;
-}'''), "legit", note="cuBLAS SGEMM + custom bias+GELU epilogue", evidence=dict(
+}'''), "legit", gpu=True, note="cuBLAS SGEMM + custom bias+GELU epilogue", evidence=dict(
     CLEAN_EV, declared_kernels=["bias_act_kernel"], launched_candidate_kernels=["bias_act_kernel"],
     candidate_kernel_share=0.12, kernels=[dict(name="sm90_xmma_gemm_f32f32_f32f32_f32_tn_n", time_us=700, calls=7, origin="library"),
                                          dict(name="bias_act_kernel", time_us=95, calls=7, origin="candidate")],
@@ -358,7 +358,7 @@ add("legit_flash_attention", ATT_PY.format(cid="legit_flash_attention", cuda=ATT
     body="        return ext.attention(q.contiguous(), k.contiguous(), v.contiguous(), self.scale)"), "legit",
     ref="refs/attention.py", note="online-softmax fused attention kernel")
 
-add("legit_cublas_gelu_epilogue", (CASES / "legit_cublas_gelu_epilogue.py").read_text(), "legit",
+add("legit_cublas_gelu_epilogue", (CASES / "legit_cublas_gelu_epilogue.py").read_text(), "legit", gpu=True,
     note="at::matmul (cuBLAS) + custom bias+GELU epilogue kernel")
 # ---------------------------------------------------------------- hacks
 REF_BODY = '''\
