@@ -92,7 +92,7 @@ def test_crash_is_contained_and_next_candidate_evaluates(ev, task, first, behavi
 
 def test_endless_loop_times_out(ev, task):
     r = ev.submit(task, probe("while True: pass")).result()
-    assert r.status == "timeout" and "correctness" in r.error
+    assert r.status == "timeout" and "correctness" in r.error, (r.error, r.log_tail)
 
 
 def test_compile_error_is_reported_with_the_compiler_line(ev, task):

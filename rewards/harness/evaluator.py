@@ -52,6 +52,8 @@ def ask(w: Worker, job: dict | None, timeout: float) -> dict:
         except Exception:  # noqa: BLE001 - still alive after closing its end: kill below
             pass
         raise WorkerDied(w.exit_reason()) from e
+    except PhaseTimeout:
+        raise
     except Exception as e:  # noqa: BLE001 - an unreadable message (weights_only refused it)
         raise WorkerDied(f"worker sent an unreadable message ({type(e).__name__})") from e
     if isinstance(res, dict) and res.get("exception"):
