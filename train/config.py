@@ -27,6 +27,7 @@ class TrainConfig:
     samples_run_id: str | None = None
     skill: int | None = None
     max_prompts: int | None = None
+    prompts_from_tasks: bool = False
     group_size: int = 6
     prompts_per_step: int = 2
     steps: int = 50

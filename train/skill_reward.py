@@ -85,3 +85,16 @@ def prompts_from_samples(rows: list[dict], skill: int | None = None, run_id: str
         prompts.append(json.loads(r["messages_json"]))
         metas.append({"task_id": r["task_id"], "skill": int(r["skill"]), "sample_id": r["sample_id"]})
     return (prompts[:limit], metas[:limit]) if limit else (prompts, metas)
+
+
+def prompts_from_tasks(tasks: list, templates: dict[str, str], hardware: str = "") -> tuple[list, list[dict]]:
+    """Skill 1 prompts (whole model as one subtask) rendered straight from the task references."""
+    from skills.render import render_messages
+
+    prompts, metas = [], []
+    for t in tasks:
+        prompts.append(render_messages(templates, 1, {
+            "hardware": hardware, "reference": t.source, "subtask_index": 1,
+            "subtask": "Implement the whole model with custom CUDA kernels."}))
+        metas.append({"task_id": t.id, "skill": 1, "sample_id": None})
+    return prompts, metas

@@ -43,6 +43,18 @@ def run_train(cfg, round_: int | None = None, adapter: str | None = None) -> dic
     store = Store(cfg.store.root)
     prompts, metas = prompts_from_samples(store.read("samples").to_pylist(), tcfg.skill,
                                           tcfg.samples_run_id, tcfg.max_prompts)
+    if not prompts and tcfg.prompts_from_tasks:
+        from mining.stages.split_cmd import load_templates
+        from mining.tasks import load_tasks
+        from train.skill_reward import prompts_from_tasks
+
+        split_cfg = cfg.get("split")
+        templates = load_templates(split_cfg.get("templates") if split_cfg is not None else None)
+        prompts, metas = prompts_from_tasks(load_tasks(cfg.task).tasks, templates)
+        if tcfg.max_prompts:
+            prompts, metas = prompts[:tcfg.max_prompts], metas[:tcfg.max_prompts]
+        print(f"train: no stored samples; {len(prompts)} Skill 1 prompts rendered from the tasks",
+              file=sys.stderr)
     if not prompts:
         raise UserError(f"no skill samples to train on in {store.root}/samples; "
                         "run `python -m mining run` and `python -m mining split` first")
