@@ -1,0 +1,52 @@
+# CUDA candidate for the tiny task: cuBLAS GEMM (at::addmm) + a custom GELU kernel.
+# MODE (substituted by tests): 0 legit, 1 GELU on a hidden side stream, 2 illegal memory access.
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+CUDA = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#define MODE 0
+
+__global__ void gelu_fwd_kernel(const float* __restrict__ x, float* __restrict__ y, int n, long long spin) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (spin) { long long t0 = clock64(); while (clock64() - t0 < spin) {} }
+    if (i < n) { float v = x[i]; y[i] = 0.5f * v * (1.0f + erff(v * 0.70710678f)); }
+}
+
+// declared, compiled, never launched: the profiler must report it as a decoy
+__global__ void unused_decoy_kernel(float* y) { y[0] = 0.0f; }
+
+torch::Tensor fused(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
+    auto h = at::addmm(b, x, w.t());
+    auto y = at::empty_like(h);
+    int n = h.numel(), threads = 256, blocks = (n + threads - 1) / threads;
+    cudaStream_t cur = at::cuda::getCurrentCUDAStream();
+    if (MODE == 1) {
+        static cudaStream_t side = nullptr;
+        static cudaEvent_t ready;
+        if (!side) { cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking); cudaEventCreateWithFlags(&ready, cudaEventDisableTiming); }
+        cudaEventRecord(ready, cur);
+        cudaStreamWaitEvent(side, ready, 0);
+        gelu_fwd_kernel<<<blocks, threads, 0, side>>>(h.data_ptr<float>(), y.data_ptr<float>(), n, 2000000LL);
+    } else if (MODE == 2) {
+        gelu_fwd_kernel<<<blocks, threads, 0, cur>>>(h.data_ptr<float>(), (float*)0x10, n, 0LL);
+    } else {
+        gelu_fwd_kernel<<<blocks, threads, 0, cur>>>(h.data_ptr<float>(), y.data_ptr<float>(), n, 0LL);
+    }
+    return y;
+}
+"""
+
+ext = load_inline(name="km_gelu", cpp_sources=["torch::Tensor fused(torch::Tensor x, torch::Tensor w, torch::Tensor b);"],
+                  cuda_sources=[CUDA], functions=["fused"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return ext.fused(x, self.fc.weight, self.fc.bias)

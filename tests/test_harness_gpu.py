@@ -1,0 +1,63 @@
+"""The harness on a GPU with real CUDA builds (run on the GPU machine)."""
+
+from pathlib import Path
+
+import pytest
+
+from mining.tasks import load_file
+from rewards.harness import Evaluator
+
+CANDS = Path(__file__).parent / "candidates"
+pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+
+
+def cuda_cand(mode: int) -> str:
+    return (CANDS / "cuda_gelu.py").read_text().replace("#define MODE 0", f"#define MODE {mode}")
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    task = load_file(CANDS / "tiny_task.py")
+    cfg = {"device": "cuda", "cache_dir": str(tmp_path_factory.mktemp("kmcache")), "compile_baseline": False}
+    with Evaluator(cfg) as ev:
+        futs = {m: ev.submit(task, cuda_cand(m)) for m in (0, 1, 2)}  # builds overlap in the pool
+        out = {m: f.result() for m, f in futs.items()}
+        out["after_crash"] = ev.submit(task, cuda_cand(0)).result()
+    for k, r in out.items():
+        print(k, r.status, r.build_s, r.cache_hit, r.runtime_us, r.error, {x: r.evidence.get(x) for x in (
+            "event_us", "wall_us", "timer_ratio", "side_stream", "candidate_kernel_share", "launches_per_call")})
+    return out
+
+
+def test_legit_cuda_candidate_passes(results):
+    r = results[0]
+    assert r.status == "ok", (r.error, r.log_tail)
+    assert r.correct and r.runtime_us > 0 and r.ref_runtime_us > 0 and r.speedup > 0
+    assert r.gpu and r.cuda and r.evidence["event_us"] > 0
+    assert r.evidence["timer_disagreement"] is False and r.evidence["side_stream"] is False
+
+
+def test_kernel_attribution(results):
+    ev = results[0].evidence
+    assert ev["declared_kernels"] == ["gelu_fwd_kernel", "unused_decoy_kernel"]
+    assert ev["launched_candidate_kernels"] == ["gelu_fwd_kernel"]
+    assert ev["decoy_kernels"] == ["unused_decoy_kernel"]
+    origins = {k["name"]: k["origin"] for k in ev["kernels"]}
+    assert any("gelu_fwd_kernel" in n and o == "candidate" for n, o in origins.items())
+    assert any(o == "library" for o in origins.values())  # the cuBLAS GEMM
+    assert 0.0 < ev["candidate_kernel_share"] < 1.0
+    assert ev["launches_per_call"] >= 2
+
+
+def test_side_stream_is_flagged(results):
+    r = results[1]
+    assert r.status == "ok", r.error  # correct values, hidden timing
+    assert r.evidence["side_stream"] is True
+    assert r.evidence["timer_disagreement"] is True
+    assert r.runtime_us == pytest.approx(r.evidence["wall_us"])  # the honest clock is reported
+
+
+def test_illegal_memory_access_crashes_and_next_candidate_is_fine(results):
+    assert results[2].status == "crashed" and results[2].evidence["worker_restarts"] == 1
+    after = results["after_crash"]
+    assert after.status == "ok" and after.correct and after.cache_hit
