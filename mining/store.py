@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from mining.schemas import PRIMARY_KEY, SCHEMA_VERSION, TABLES
 
 PARTITIONED = {"trajectories", "turns", "samples", "scores"}
+COMPACTING = ".compacting"  # marker left in a partition folder while compact runs
 
 
 class Store:
@@ -107,16 +108,25 @@ class Store:
             folders.setdefault(p.parent, []).append(p)
         written = []
         for folder, parts in sorted(folders.items()):
-            if len(parts) < min_parts:
+            marker = folder / COMPACTING
+            if len(parts) < min_parts and not marker.exists():
                 continue
+            marker.touch()          # readers dedupe while this exists (see needs_dedupe)
+            _fsync_dir(folder)
             merged = self.read(table, parts=parts)
             final = folder / f"part-{uuid.uuid4().hex}.parquet"
             atomic_write_parquet(merged, final)
             for p in parts:
                 p.unlink()
+            marker.unlink()
             _fsync_dir(folder)
             written.append(final)
         return written
+
+    def needs_dedupe(self, table: str) -> bool:
+        """True when a compaction of the table was interrupted (its marker file is left)."""
+        d = self.table_dir(table)
+        return d.is_dir() and any(d.rglob(COMPACTING))
 
     def keys(self, table: str) -> set[str]:
         """The primary keys already stored (for resumable, idempotent stages)."""
@@ -127,12 +137,13 @@ class Store:
         """The read_parquet glob DuckDB uses for a table."""
         return str(self.table_dir(table) / "**" / "*.parquet")
 
-    def connect(self, dedupe: bool = True, threads: int | None = None):
+    def connect(self, dedupe: bool | str = "auto", threads: int | None = None):
         """A DuckDB connection with one view per table (duckdb imported here, lazily).
 
         Each view is ``read_parquet(<glob>, union_by_name=true)`` over every part in place; a
-        table without parts is an empty view with the table's schema. With ``dedupe`` a view
-        keeps one row per primary key.
+        table without parts is an empty view with the table's schema. A deduping view keeps one
+        row per primary key: ``dedupe=True`` always, ``"auto"`` only while an interrupted
+        compaction left duplicates (a window over every row is 3x the cost of a query).
         """
         import duckdb
 
@@ -147,7 +158,7 @@ class Store:
             glob = self.glob(table).replace("'", "''")
             src = (f"read_parquet('{glob}', union_by_name=true, hive_partitioning=false)")
             sql = f"SELECT * FROM {src}"
-            if dedupe:
+            if dedupe is True or (dedupe == "auto" and self.needs_dedupe(table)):
                 sql += f" QUALIFY row_number() OVER (PARTITION BY {PRIMARY_KEY[table]}) = 1"
             con.execute(f"CREATE VIEW {table} AS {sql}")
         return con

@@ -6,7 +6,7 @@ import pytest
 from test_store_synth import scores
 
 from mining.schemas import SCORES
-from mining.store import Store
+from mining.store import COMPACTING, Store
 
 
 def test_write_read_roundtrip_and_keys(tmp_path):
@@ -34,13 +34,16 @@ def test_compact_merges_parts_and_a_crash_midway_duplicates_nothing(tmp_path):
         st.write("scores", rows[i:i + 5])
     assert len(st.parts("scores")) == 6
     # simulate a crash after the merged part was written but before old parts were removed
-    merged = st.read("scores")
-    pq.write_table(merged, st.parts("scores")[0].parent / "part-crashed.parquet")
+    folder = st.parts("scores")[0].parent
+    (folder / COMPACTING).touch()
+    pq.write_table(st.read("scores"), folder / "part-crashed.parquet")
     assert st.read("scores").num_rows == 30          # readers dedupe by primary key
-    con = st.connect()
+    assert st.needs_dedupe("scores")
+    con = st.connect()                               # dedupe="auto": the marker is there
     assert con.execute("select count(*) from scores").fetchone()[0] == 30
+    assert st.connect(dedupe=False).execute("select count(*) from scores").fetchone()[0] == 60
     st.compact("scores")
-    assert len(st.parts("scores")) == 1
+    assert len(st.parts("scores")) == 1 and not st.needs_dedupe("scores")
     assert st.read("scores", dedupe=False).num_rows == 30
     assert sorted(st.keys("scores")) == sorted(r["score_id"] for r in rows)
 

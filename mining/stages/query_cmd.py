@@ -50,7 +50,7 @@ def parse_args(args: list[str], default_format: str) -> tuple[str, str]:
     return " ".join(sql), fmt
 
 
-def run_query(store: Store, sql: str, dedupe: bool = True, threads: int | None = None):
+def run_query(store: Store, sql: str, dedupe: bool | str = "auto", threads: int | None = None):
     """Run SQL (or a canned name) over the store's views; returns (column names, rows)."""
     import duckdb
 
@@ -93,6 +93,7 @@ def render(cols: list[str], rows: list[tuple], fmt: str, out=None) -> None:
 
 def main(cfg, args: list[str]) -> int:
     sql, fmt = parse_args(args, str(cfg.store.format))
-    cols, rows = run_query(Store(cfg.store.root), sql, bool(cfg.store.dedupe), cfg.store.threads)
+    dedupe = cfg.store.dedupe if cfg.store.dedupe == "auto" else bool(cfg.store.dedupe)
+    cols, rows = run_query(Store(cfg.store.root), sql, dedupe, cfg.store.threads)
     render(cols, rows, fmt)
     return 0
