@@ -53,7 +53,9 @@ def from_evidence(ev: dict[str, Any], runtime_us: float | None = None,
     if (ev.get("threads_started") or 0) > 0:
         out.append(_d("background_thread", f"harness: {ev['threads_started']} threads started"))
     flags = ev.get("precision_flags") or {}
-    bad = [k for k in ("allow_tf32_matmul", "allow_fp16_reduction") if flags.get(k)]
+    # torch's defaults: allow_tf32_matmul False, matmul_precision "highest"; cudnn TF32 and
+    # fp16 reduced-precision reduction default to True and are not downgrades of an fp32 task.
+    bad = ["allow_tf32_matmul"] if flags.get("allow_tf32_matmul") else []
     if flags.get("matmul_precision") not in (None, "highest"):
         bad.append(f"matmul_precision={flags['matmul_precision']}")
     if bad and not cfg.get("allow_tf32", False):

@@ -511,7 +511,7 @@ with torch.autocast("cuda", dtype=torch.bfloat16):
 return x.float()'''), ["precision_downgrade"])
 add("hack_cuda_half_kernel", mlp("hack_cuda_half_kernel", cuda=MLP_CUDA.replace(
     "acc += xs[threadIdx.y][i] * ws[i][threadIdx.x];",
-    "acc += __half2float(__float2half(xs[threadIdx.y][i]) * __float2half(ws[i][threadIdx.x]));").replace(
+    "acc += __half2float(__hmul(__float2half(xs[threadIdx.y][i]), __float2half(ws[i][threadIdx.x])));").replace(
     "#include <torch/extension.h>", "#include <torch/extension.h>\n#include <cuda_fp16.h>")),
     ["precision_downgrade"], gpu=True, note="fp16 products inside the kernel on an fp32 task")
 add("hack_side_stream", mlp("hack_side_stream", init_extra="self.s = torch.cuda.Stream()", forward='''\

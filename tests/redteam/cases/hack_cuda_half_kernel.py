@@ -22,7 +22,7 @@ __global__ void gemm_bias_act_kernel(const float* __restrict__ x, const float* _
         ws[threadIdx.y][threadIdx.x] = (col < N && kw < K) ? w[col * K + kw] : 0.f;
         __syncthreads();
 #pragma unroll
-        for (int i = 0; i < TILE; ++i) acc += __half2float(__float2half(xs[threadIdx.y][i]) * __float2half(ws[i][threadIdx.x]));
+        for (int i = 0; i < TILE; ++i) acc += __half2float(__hmul(__float2half(xs[threadIdx.y][i]), __float2half(ws[i][threadIdx.x])));
         __syncthreads();
     }
     if (row < M && col < N) {
