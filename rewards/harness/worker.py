@@ -30,7 +30,8 @@ _CUDA_FAULT = __import__("re").compile(r"illegal memory access|misaligned addres
 
 
 def _err(e: BaseException) -> str:
-    return f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:500]
+    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:500]
 
 
 def _exec_candidate(source: str) -> types.ModuleType:

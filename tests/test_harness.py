@@ -1,0 +1,78 @@
+"""Harness units that need no compiler: config, comparison, kernel attribution, sandbox env."""
+
+import json
+
+import pytest
+import torch
+
+from rewards.harness import HarnessConfig
+from rewards.harness.compare import compare, zeros_would_pass
+from rewards.harness.kernels import declared_kernels, summarize_trace
+from rewards.harness.sandbox import scrubbed_env
+
+TOL = {"float32": 1e-4}
+
+
+def test_config_rejects_unknown_keys_in_one_sentence():
+    with pytest.raises(ValueError, match=r"unknown harness config key\(s\) \['trails'\]"):
+        HarnessConfig.from_mapping({"trails": 5})
+
+
+def test_config_yaml_is_the_dataclass():
+    import yaml
+    from pathlib import Path
+
+    d = yaml.safe_load((Path(__file__).parent.parent / "conf/harness/default.yaml").read_text())
+    cfg = HarnessConfig.from_mapping(d)
+    assert cfg.trials >= 5 and cfg.input_sets >= 3 and cfg.timed_calls >= 100
+    assert HarnessConfig.from_mapping({"timeouts_s": {"build": 5}}).timeouts_s["timing"] == 300
+
+
+def test_compare_catches_nan_shape_dtype_and_reports_errors():
+    ref = [torch.ones(2, 3)]
+    assert compare([torch.ones(2, 3) + 1e-6], ref, TOL, TOL)["ok"]
+    assert "NaN" in compare([torch.full((2, 3), float("nan"))], ref, TOL, TOL)["error"]
+    assert "shape" in compare([torch.ones(3, 2)], ref, TOL, TOL)["error"]
+    assert "dtype" in compare([torch.ones(2, 3, dtype=torch.float64)], ref, TOL, TOL)["error"]
+    r = compare([torch.ones(2, 3) * 2], ref, TOL, TOL)
+    assert not r["ok"] and r["max_abs_err"] == pytest.approx(1.0) and r["max_rel_err"] == pytest.approx(1.0)
+
+
+def test_zeros_would_pass_only_for_tolerance_dominated_outputs():
+    assert zeros_would_pass([torch.full((4,), 1e-6)], TOL, TOL)
+    assert not zeros_would_pass([torch.ones(4)], TOL, TOL)
+
+
+def test_secrets_are_stripped_from_worker_env(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    monkeypatch.setenv("HF_TOKEN", "x")
+    monkeypatch.setenv("DB_PASSWORD", "x")
+    env = scrubbed_env()
+    assert not {"OPENAI_API_KEY", "HF_TOKEN", "DB_PASSWORD"} & set(env)
+    assert "PATH" in env
+
+
+def test_declared_kernels_ignore_comments_and_strings():
+    src = ('/* __global__ void in_comment() {} */ const char* s = "__global__ void in_string()";\n'
+           "__global__ void __launch_bounds__(128, 2) real_one(float* x) {}\n"
+           "template <typename T> __global__ void tmpl(T* x) {}\n")
+    assert declared_kernels([src]) == ["real_one", "tmpl"]
+
+
+def test_trace_summary_classifies_kernels_and_streams(tmp_path):
+    ev = [
+        {"cat": "kernel", "name": "spin_kernel(long)", "dur": 5, "args": {"stream": 7}},
+        {"cat": "kernel", "name": "void my_fused<256>(float*, int)", "dur": 30, "args": {"stream": 7}},
+        {"cat": "kernel", "name": "sm90_xmma_gemm_f32f32", "dur": 70, "args": {"stream": 7}},
+        {"cat": "kernel", "name": "hidden(float*)", "dur": 100, "args": {"stream": 13}},
+        {"cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "dur": 3, "args": {"bytes": 400}},
+    ]
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    s = summarize_trace(str(p), ["my_fused", "hidden", "never_runs"], calls=1)
+    origins = {k["name"]: k["origin"] for k in s["kernels"]}
+    assert origins["sm90_xmma_gemm_f32f32"] == "library" and origins["void my_fused<256>(float*, int)"] == "candidate"
+    assert s["decoy_kernels"] == ["never_runs"]
+    assert s["candidate_kernel_share"] == pytest.approx(130 / 200)
+    assert s["side_stream"] is True and s["streams"] == [7, 13]
+    assert s["launches_per_call"] == 3 and s["memcpy"]["h2d_bytes"] == 400
