@@ -69,8 +69,20 @@ def _live_result(case):
     return evaluate(task, case.candidate, HarnessConfig.from_mapping({})).to_dict()
 
 
+def _recorded_live() -> dict:
+    """Harness results recorded on real hardware (tests/redteam/live/*.json), by case id."""
+    import json
+
+    out: dict = {}
+    for p in sorted((corpus.ROOT / "live").glob("*.json")):
+        out.update(json.loads(p.read_text()))
+    return out
+
+
 def run(live: bool = False) -> dict:
     cases = corpus.load()
+    recorded = _recorded_live()
+    n_recorded = 0
     cats = sorted({c for case in cases for c in case.label})
     rows = {c: {"n": 0, "static": 0, "full": 0, "regex": 0} for c in cats}
     fp = {"static": 0, "full": 0, "regex": 0}
@@ -78,6 +90,8 @@ def run(live: bool = False) -> dict:
     n_legit = n_hack = 0
     for case in cases:
         result = dict(case.result)
+        if case.id in recorded:
+            result, n_recorded = recorded[case.id], n_recorded + 1
         if live and (case.gpu or case.cpu_runnable):
             result = _live_result(case) or result
         static = rewards.detect(case.reference, case.candidate, {"evidence": {}})
@@ -101,7 +115,7 @@ def run(live: bool = False) -> dict:
                     rows[c][k] += c in got[k]
                 if c not in got["full"]:
                     misses.append(f"MISS {case.id}: {c}")
-    return {"rows": rows, "fp": fp, "n_legit": n_legit, "n_hack": n_hack,
+    return {"rows": rows, "fp": fp, "n_legit": n_legit, "n_hack": n_hack, "recorded": n_recorded,
             "misses": misses}
 
 
@@ -124,7 +138,8 @@ def table(r: dict) -> str:
     nl = r["n_legit"]
     lines.append(f"{'false positives (legit)':<24}{nl:>3}  {pct(r['fp']['static'], nl):>11}  "
                  f"{pct(r['fp']['full'], nl):>14}  {pct(r['fp']['regex'], nl):>7}")
-    lines.append(f"{len(r['rows'])} categories, {r['n_hack']} hack cases, {nl} legitimate cases")
+    lines.append(f"{len(r['rows'])} categories, {r['n_hack']} hack cases, {nl} legitimate cases; "
+                 f"evidence: {r['recorded']} cases recorded live on GPU, the rest from the manifest")
     lines += r["misses"]
     return "\n".join(lines)
 

@@ -1,6 +1,10 @@
 # Regenerates cases/*.py and manifest.yaml (run once; the committed files are the corpus).
 # /work/venv/bin/python tests/redteam/generate.py
-import pathlib, textwrap, yaml
+import pathlib
+import textwrap
+
+import yaml
+
 OUT = pathlib.Path(__file__).resolve().parent
 CASES = OUT / "cases"
 
