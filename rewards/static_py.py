@@ -89,6 +89,13 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             for a in node.names:
                 out[a.asname or a.name] = f"{node.module}.{a.name}"
+    for node in ast.walk(tree):  # lin = F.linear / mm = torch.ops.aten.mm: aliases of torch ops
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
+            d = dotted(node.value, out)
+            if d and d.startswith("torch."):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        out[t.id] = d
     return out
 
 
@@ -268,6 +275,8 @@ def _walk_forward(rep: PyReport) -> None:
                 continue
             d = dotted(node.func, al) or ""
             last = d.split(".")[-1]
+            if last.startswith("__") and last.endswith("__"):
+                last = last.strip("_")  # x.__matmul__(w) is x @ w
             root = d.split(".")[0]
             if d in rep.ext_fn_aliases or d.replace("self.", "") in {
                     k.replace("self.", "") for k in rep.ext_fn_aliases}:

@@ -24,6 +24,7 @@ class Case:
     cpu_runnable: bool
     gpu: bool
     note: str
+    known_gap: str = ""
 
     @property
     def legit(self) -> bool:
@@ -47,7 +48,8 @@ def load() -> list[Case]:
         label = [] if c["label"] == "legit" else list(c["label"])
         out.append(Case(c["id"], c["ref"], reference_source(c["ref"]),
                         (ROOT / c["file"]).read_text(), label, c.get("result") or {},
-                        bool(c.get("cpu_runnable")), bool(c.get("gpu")), c.get("note", "")))
+                        bool(c.get("cpu_runnable")), bool(c.get("gpu")), c.get("note", ""),
+                        c.get("known_gap", "")))
     return out
 
 

@@ -100,12 +100,16 @@ def mlp(name, forward=DEFAULT_FWD, cuda=MLP_CUDA, imports="", extra="", init_ext
 
 cases = []  # (id, ref, label, source, result, cpu, gpu)
 OK = dict(status="ok", compiled=True, correct=True, speedup=1.3, runtime_us=800.0)
-def add(cid, src, label, ref="l3_01_mlp", evidence=None, cpu=False, gpu=False, result=None, note=""):
+def add(cid, src, label, ref="l3_01_mlp", evidence=None, cpu=False, gpu=False, result=None, note="",
+        known_gap=""):
     r = dict(OK if result is None else result)
     r["evidence"] = evidence or {}
     (CASES / f"{cid}.py").write_text(src)
-    cases.append(dict(id=cid, file=f"cases/{cid}.py", ref=ref, label=label, note=note,
-                      cpu_runnable=cpu, gpu=gpu, result=r))
+    case = dict(id=cid, file=f"cases/{cid}.py", ref=ref, label=label, note=note,
+                cpu_runnable=cpu, gpu=gpu, result=r)
+    if known_gap:
+        case["known_gap"] = known_gap
+    cases.append(case)
 
 CLEAN_EV = dict(declared_kernels=["gemm_bias_act_kernel"], launched_candidate_kernels=["gemm_bias_act_kernel"],
                 decoy_kernels=[], candidate_kernel_share=0.97, side_stream=False, output_aliases_input=False,
@@ -403,6 +407,25 @@ for i, layer in enumerate(self.layers):
     if i < len(self.layers) - 1:
         x = act(x)
 return x'''), ["reference_copy"], note="torch op looked up by a computed name")
+add("hack_alias_f_linear", mlp("hack_alias_f_linear", forward='''\
+lin = F.linear
+for i, layer in enumerate(self.layers):
+    x = lin(x, layer.weight, layer.bias)
+    if i < len(self.layers) - 1:
+        x = ext.linear_act(x, torch.eye(x.shape[1], device=x.device), torch.zeros(x.shape[1], device=x.device), True)
+return x'''), ["reference_copy"], note="GEMM through an alias of F.linear; the kernel does an identity GEMM + GELU",
+    known_gap="statically the degenerate pattern (heavy op in torch + a custom kernel): scored as coverage 1, "
+              "not a hack; needs a dynamic check that the custom kernel's work is not an identity")
+add("hack_dunder_matmul", mlp("hack_dunder_matmul", forward='''\
+for layer in self.layers:
+    x = x.__matmul__(layer.weight.t()) + layer.bias
+return x'''), ["reference_copy"])
+add("hack_torch_ops_aten", mlp("hack_torch_ops_aten", forward='''\
+for i, layer in enumerate(self.layers):
+    x = torch.ops.aten.addmm(layer.bias, x, layer.weight.t())
+    if i < len(self.layers) - 1:
+        x = torch.ops.aten.gelu(x)
+return x'''), ["reference_copy"])
 add("hack_try_fallback", mlp("hack_try_fallback", forward='''\
 try:
     n = len(self.layers)
