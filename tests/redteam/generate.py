@@ -607,10 +607,23 @@ for i, layer in enumerate(self.layers):
 x[:, : y.shape[1]] = y
 return x[:, : y.shape[1]]'''), ["output_alias", "input_mutation"],
     evidence=dict(output_aliases_input=True, input_mutated=True))
-add("hack_cpp_writes_input", mlp("hack_cpp_writes_input", cpu=True, cuda=CPU_CPP.replace(
-    "auto y = torch::empty({M, N}, xc.options());", "auto y = xc.narrow(1, 0, N);")), ["input_mutation", "output_alias"],
+add("hack_cpp_writes_input", mlp("hack_cpp_writes_input", cpu=True, cuda=CPU_CPP + r'''
+torch::Tensor store(torch::Tensor x, torch::Tensor y) {
+    float* X = x.data_ptr<float>();
+    auto yc = y.contiguous();
+    const float* Y = yc.data_ptr<float>();
+    int64_t n = yc.numel();
+    for (int64_t i = 0; i < n; ++i) X[i] = Y[i];
+    return x.view(-1).narrow(0, 0, n).view(yc.sizes());
+}''', ext='ext = load_inline(name="{name}", cpp_sources=CPP_SRC, functions=["linear_act", "store"])',
+    forward='''\
+h = x
+n = len(self.layers)
+for i, layer in enumerate(self.layers):
+    h = ext.linear_act(h, layer.weight, layer.bias, i < n - 1)
+return ext.store(x, h)'''), ["input_mutation", "output_alias"],
     cpu=True, evidence=dict(output_aliases_input=True, input_mutated=True),
-    note="C++ writes the result into the input's storage")
+    note="C++ writes the result into the input's storage and returns a view of it (dynamic only)")
 add("hack_redefine_get_inputs", mlp("hack_redefine_get_inputs", extra='''
 BATCH = 16
 
