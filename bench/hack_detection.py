@@ -139,7 +139,7 @@ def table(r: dict) -> str:
     lines.append(f"{'false positives (legit)':<24}{nl:>3}  {pct(r['fp']['static'], nl):>11}  "
                  f"{pct(r['fp']['full'], nl):>14}  {pct(r['fp']['regex'], nl):>7}")
     lines.append(f"{len(r['rows'])} categories, {r['n_hack']} hack cases, {nl} legitimate cases; "
-                 f"evidence: {r['recorded']} cases recorded live on GPU, the rest from the manifest")
+                 f"evidence: {r['recorded']} cases from live harness runs (tests/redteam/live: H200 + CPU), the rest from the manifest")
     lines += r["misses"]
     return "\n".join(lines)
 
