@@ -1,10 +1,13 @@
 """Turns -> Skill 1 and Skill 2 samples (pure: an Arrow table of turns in, sample rows out).
 
-- Skill 1 (task -> code): a coder turn whose parent is not a turn that produced code. Prompt:
-  the reference, the subtask spec and the hardware. Response: the turn's code.
-- Skill 2 (feedback -> better code): a coder turn whose parent chain reaches an earlier coder
-  turn with code (directly, or through the Verifier turn that judged it). Prompt: the reference,
-  that previous code and the Verifier's feedback on it. Response: the turn's code.
+- Skill 1 (task -> code): a coder ``draft`` turn (or one with no earlier code). Prompt: the
+  reference, the subtask spec and the hardware. Response: the turn's code.
+- Skill 2 (feedback -> better code): a coder ``revise`` turn whose parent chain reaches an
+  earlier coder turn with code (directly, or through the Verifier turn that judged it). Prompt:
+  the reference, that previous code and the Verifier's feedback on it. Response: the turn's code.
+
+A coder turn's outcome (status, speedup; failures are kept as negatives) is that of the
+Verifier turn that judged it (its child), else the coder turn's own columns.
 
 Samples are identified by a hash of (skill, reference hash, previous code hash, normalized code
 hash), so duplicates collapse and re-running ``split`` adds nothing twice.
@@ -74,12 +77,40 @@ def sample_id(skill: int, ref_hash: str, prev_hash: str | None, chash: str) -> s
     return hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
-def _is_failure(turn: dict) -> bool:
-    return turn.get("status") not in (None, "ok")
+def _verdicts(turns: list[dict]) -> dict[str, dict]:
+    """coder turn id -> the Verifier turn that judged it (its child with role verifier)."""
+    return {t["parent_turn_id"]: t for t in turns
+            if t.get("role") == "verifier" and t.get("parent_turn_id")}
 
 
-def _previous(turn: dict, by_id: dict[str, dict]) -> tuple[dict | None, str | None]:
-    """(the earlier coder turn with code, the feedback on it) along the parent chain."""
+def _outcome(turn: dict, verdicts: dict[str, dict]) -> dict:
+    """The turn's harness status/speedup: its Verifier turn's when recorded, else its own."""
+    v = verdicts.get(turn["turn_id"])
+    return v if v is not None and v.get("status") is not None else turn
+
+
+def _is_failure(outcome: dict) -> bool:
+    return outcome.get("status") not in (None, "ok")
+
+
+def _given_feedback(turn: dict) -> str | None:
+    """The feedback the Coder was shown, recorded on the revise turn as ``{"given": ...}``."""
+    try:
+        fb = json.loads(turn.get("feedback_json") or "null")
+    except ValueError:
+        return None
+    if isinstance(fb, dict) and fb.get("given") is not None:
+        return json.dumps(fb["given"])
+    return None
+
+
+def _previous(turn: dict, by_id: dict[str, dict],
+              verdicts: dict[str, dict] | None = None) -> tuple[dict | None, str | None]:
+    """(the earlier coder turn with code, the Verifier feedback on it) along the parent chain.
+
+    Handles both layouts: revise -> previous coder turn (feedback on that turn's Verifier
+    child) and revise -> verifier turn -> previous coder turn.
+    """
     feedback = None
     parent = by_id.get(turn.get("parent_turn_id") or "")
     for _ in range(4):  # coder <- verifier <- coder at most; guard against cycles
@@ -90,7 +121,10 @@ def _previous(turn: dict, by_id: dict[str, dict]) -> tuple[dict | None, str | No
             parent = by_id.get(parent.get("parent_turn_id") or "")
             continue
         if parent.get("role") == "coder" and parent.get("code"):
-            return parent, feedback or parent.get("feedback_json")
+            v = (verdicts or {}).get(parent["turn_id"])
+            feedback = (feedback or _given_feedback(turn)
+                        or (v.get("feedback_json") if v else None) or parent.get("feedback_json"))
+            return parent, feedback
         return None, None
     return None, None
 
@@ -99,6 +133,7 @@ def split_turns(turns: list[dict], references: dict[str, Reference], templates: 
                 opts: SplitOptions) -> tuple[list[dict], SplitReport]:
     """Sample rows (columns of ``mining.schemas.SAMPLES``) from turn rows."""
     by_id = {t["turn_id"]: t for t in turns}
+    verdicts = _verdicts(turns)
     tver = template_version(templates)
     rep, out, seen = SplitReport(), [], set()
     for t in turns:
@@ -117,17 +152,20 @@ def split_turns(turns: list[dict], references: dict[str, Reference], templates: 
         if len(code.strip()) < opts.min_code_chars:
             rep.drop("too short")
             continue
-        if opts.statuses is not None and t.get("status") not in opts.statuses:
-            rep.drop(f"status {t.get('status')}")
+        outcome = _outcome(t, verdicts)
+        if opts.statuses is not None and outcome.get("status") not in opts.statuses:
+            rep.drop(f"status {outcome.get('status')}")
             continue
-        if _is_failure(t) and not opts.keep_failures:
+        if _is_failure(outcome) and not opts.keep_failures:
             rep.drop("failure")
             continue
         ref = references.get(t.get("task_id"))
         if ref is None:
             rep.drop("unknown task")
             continue
-        prev, feedback = _previous(t, by_id)
+        prev, feedback = _previous(t, by_id, verdicts)
+        if t.get("action") == "draft":   # a new subtask (perhaps on top of earlier code): Skill 1
+            prev, feedback = None, None
         skill = 2 if prev is not None else 1
         if skill not in opts.skills:
             rep.drop(f"skill {skill} not selected")
@@ -154,9 +192,9 @@ def split_turns(turns: list[dict], references: dict[str, Reference], templates: 
             "messages_json": json.dumps(render_messages(templates, skill, fields)),
             "response": code, "code": code, "code_hash": chash,
             "reference_hash": ref.hash, "reference_structural_hash": ref.structural_hash,
-            "source_status": t.get("status"), "source_speedup": t.get("speedup"),
+            "source_status": outcome.get("status"), "source_speedup": outcome.get("speedup"),
             "subtask_index": t.get("subtask_index"), "prev_code_hash": phash,
-            "negative": _is_failure(t), "contamination": None, "template_version": tver,
+            "negative": _is_failure(outcome), "contamination": None, "template_version": tver,
         }
         row.update({c: t.get(c) for c in PROVENANCE_COLS})
         row["task_hash"] = row["task_hash"] or ref.hash

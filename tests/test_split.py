@@ -65,3 +65,22 @@ def test_split_without_turns_is_one_clear_error(tmp_path):
     p = subprocess.run([sys.executable, "-m", "mining", "split", f"store.root={tmp_path}"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "no turns in" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_agents_layout_outcome_from_verifier_child_and_given_feedback():
+    """agents/: revise -> previous coder turn; status/feedback live on the Verifier child."""
+    rows = turns()
+    rows[1]["status"], rows[3]["status"], rows[3]["speedup"] = None, None, None
+    rows[3]["parent_turn_id"] = "t1-1"
+    rows.append({**rows[2], "turn_id": "t1-5", "parent_turn_id": "t1-3", "status": "ok",
+                 "speedup": 1.7, "feedback_json": json.dumps({"summary": "fast"})})
+    rows[2]["status"] = "incorrect"
+    rows.append({**rows[1], "turn_id": "t1-6", "action": "draft", "parent_turn_id": "t1-3",
+                 "subtask_index": 1, "code": rows[1]["code"].replace("x * 1", "x * 3")})
+    out, _ = split_turns(rows, _refs(), load_templates(None), SplitOptions())
+    by_turn = {r["turn_id"]: r for r in out}
+    assert by_turn["t1-1"]["negative"] is True and by_turn["t1-1"]["source_status"] == "incorrect"
+    s2 = by_turn["t1-3"]
+    assert s2["skill"] == 2 and s2["source_speedup"] == 1.7 and s2["negative"] is False
+    assert "scale is wrong" in json.loads(s2["messages_json"])[1]["content"]
+    assert by_turn["t1-6"]["skill"] == 1          # a draft of the next subtask is Skill 1

@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 
 from mining.errors import UserError
 from mining.store import Store
-from skills.split import _previous
+from skills.split import _previous, _verdicts
 
 
 def _plain(node) -> dict:
@@ -52,7 +52,8 @@ def _json(text: str | None) -> Any:
         return {"text": text}
 
 
-def context(sample: dict, turns: dict[str, dict]) -> tuple[dict | None, dict | None]:
+def context(sample: dict, turns: dict[str, dict],
+            verdicts: dict[str, dict] | None = None) -> tuple[dict | None, dict | None]:
     """(subtask, feedback) for the rubric's compliance check, from the sample's turn."""
     turn = turns.get(sample.get("turn_id") or "")
     if turn is None:
@@ -60,7 +61,7 @@ def context(sample: dict, turns: dict[str, dict]) -> tuple[dict | None, dict | N
     subtask = _json(turn.get("subtask_json"))
     feedback = None
     if sample["skill"] == 2:
-        _, fb = _previous(turn, turns)
+        _, fb = _previous(turn, turns, verdicts)
         feedback = _json(fb)
     return (subtask if isinstance(subtask, dict) else None,
             feedback if isinstance(feedback, dict) else None)
@@ -98,6 +99,7 @@ def score_batch(ev, batch: list[dict], tasks: dict, turns: dict, version: str, r
     import rewards
 
     futs = {ev.submit(tasks[s["task_id"]], s["code"]): s for s in batch}
+    verdicts = _verdicts(list(turns.values()))
     rows = []
     for fut in cf.as_completed(futs):
         s = futs[fut]
@@ -105,7 +107,7 @@ def score_batch(ev, batch: list[dict], tasks: dict, turns: dict, version: str, r
             result = fut.result()
         except Exception as e:  # a harness failure is a scored failure, not a lost sample
             result = _failed(e)
-        subtask, feedback = context(s, turns)
+        subtask, feedback = context(s, turns, verdicts)
         rec = rewards.score(tasks[s["task_id"]].source, s["code"], result, skill=int(s["skill"]),
                             subtask=subtask, feedback=feedback, cfg=rcfg)
         rows.append(to_row(s, version, result, rec))
