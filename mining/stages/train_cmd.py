@@ -38,9 +38,9 @@ def run_train(cfg, round_: int | None = None, adapter: str | None = None) -> dic
         tcfg = TrainConfig.from_mapping(_plain(cfg.train), **over)
     except (ValueError, TypeError) as e:
         raise UserError(f"bad train config: {e}") from e
-    if tcfg.mode == "offline":
-        raise UserError("train.mode=offline is not implemented yet; use the default train.mode=online")
     store = Store(cfg.store.root)
+    if tcfg.mode == "offline":
+        return _run_offline(cfg, tcfg, store, round_)
     prompts, metas = prompts_from_samples(store.read("samples").to_pylist(), tcfg.skill,
                                           tcfg.samples_run_id, tcfg.max_prompts)
     if not prompts and tcfg.prompts_from_tasks:
@@ -87,6 +87,33 @@ def run_train(cfg, round_: int | None = None, adapter: str | None = None) -> dic
             "reward_last": h[-1]["reward_mean"] if h else None, "log": str(res.log_path),
             "base_model": model,
             "time": {k: sum(x[k] for x in h) for k in ("gen_s", "eval_s", "reward_wait_s", "update_s", "step_s")}}
+
+
+def _run_offline(cfg, tcfg, store, round_) -> dict:
+    from train.grpo import GRPOTrainer
+    from train.offline import pairs_from_store, train_offline
+
+    samples = store.read("samples").to_pylist()
+    if tcfg.samples_run_id:
+        samples = [s for s in samples if s.get("run_id") == tcfg.samples_run_id]
+    pairs = pairs_from_store(samples, store.read("scores").to_pylist())
+    if len(pairs) < 2:
+        raise UserError(f"train.mode=offline needs scored samples with responses in {store.root}; "
+                        "run `python -m mining score` first")
+    try:
+        tr = GRPOTrainer(tcfg, base_model(cfg), lambda *a: [], [p for p, _, _ in pairs],
+                         store_root=store.root, run_id=cfg.get("run_id") or None,
+                         round_=int(cfg.get("round", 0) if round_ is None else round_))
+        res = train_offline(tr, pairs)
+    except ValueError as e:
+        raise UserError(str(e)) from e
+    h = res.history
+    return {"checkpoint_id": res.checkpoint_id, "checkpoint_dir": str(res.checkpoint_dir),
+            "adapter": str(res.checkpoint_dir / "adapter"), "steps": res.steps,
+            "reward_first": h[0]["reward_mean"] if h else None,
+            "reward_last": h[-1]["reward_mean"] if h else None, "log": str(res.log_path),
+            "base_model": base_model(cfg),
+            "time": {k: 0.0 for k in ("gen_s", "eval_s", "reward_wait_s", "update_s", "step_s")}}
 
 
 def main(cfg, args: list[str]) -> int:
