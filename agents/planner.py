@@ -46,7 +46,7 @@ class Planner:
             turn.response = text + "\n\n<<retry>>\n\n" + c2.text
             try:
                 plan = parse_plan(extract_json_text(c2.text))
-                turn.malformed = f"first answer: {first}"
+                turn.malformed = f"first answer: {first}; the retry was valid"
             except PlanError as second:
                 plan = fallback_plan(ops)
                 turn.malformed = f"first answer: {first}; retry: {second}; used fallback plan"
