@@ -6,7 +6,7 @@
 differ, so content hashes differ) are evaluated (b) by this harness (parallel cached builds,
 sandboxed workers, fresh cache) and (a) by a KernelBench-style loop (in-process load_inline,
 serial, 5 trials, 3 warm-ups + 100 timed calls with L2 flush and events). The serial baseline
-takes about a minute per candidate, so it runs on --baseline-n of them (its per-candidate
+takes about a minute per candidate, so it runs on --baseline-n (default 2) of them (its per-candidate
 rate does not depend on how many); the ratio compares candidates per minute. Then one
 candidate is evaluated 5 more times by the harness: the coefficient of variation of runtime.
 """
@@ -199,7 +199,7 @@ def kernelbench_style(task_src: str, cand_src: str, trials=5, warmup=3, calls=10
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--variants", type=int, default=8)
-    ap.add_argument("--baseline-n", type=int, default=3)
+    ap.add_argument("--baseline-n", type=int, default=2)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("this benchmark needs a CUDA GPU")
@@ -211,7 +211,13 @@ def main() -> None:
 
     t0 = time.perf_counter()
     with Evaluator(cfg) as ev:
-        results = [f.result() for f in [ev.submit(tasks[tid], src) for tid, src in cands]]
+        futs = [ev.submit(tasks[tid], src) for tid, src in cands]
+        results = []
+        for i, f in enumerate(futs):  # progress on stderr, so a run cut short still says something
+            r = f.result()
+            results.append(r)
+            print(f"[{time.perf_counter() - t0:6.1f}s] {i + 1}/{len(futs)} {cands[i][0]}: {r.status} "
+                  f"build_s={r.build_s} runtime_us={r.runtime_us}", file=sys.stderr, flush=True)
         t_h = time.perf_counter() - t0
         one = cands[0]
         reps = [ev.submit(tasks[one[0]], one[1]).result() for _ in range(5)]
@@ -222,8 +228,12 @@ def main() -> None:
 
     os.environ["TORCH_EXTENSIONS_DIR"] = tempfile.mkdtemp(prefix="km-bench-kb-")
     picks = [cands[i * args.variants + 1] for i in range(len(KERNELS))][: args.baseline_n]
+    print(f"harness: {len(cands)} candidates in {t_h:.1f} s ({len(cands) / t_h * 60:.2f}/min)", flush=True)
     t1 = time.perf_counter()
-    ok_b = sum(kernelbench_style(TASKS[tid], src.replace(salt, salt + "kb")) for tid, src in picks)
+    ok_b = 0
+    for tid, src in picks:
+        ok_b += kernelbench_style(TASKS[tid], src.replace(salt, salt + "kb"))
+        print(f"[kb {time.perf_counter() - t1:6.1f}s] {tid} done", file=sys.stderr, flush=True)
     t_b = time.perf_counter() - t1
 
     rate_h, rate_b = len(cands) / t_h * 60, len(picks) / t_b * 60

@@ -39,7 +39,7 @@ class HarnessConfig:
     profile: bool = True
     profile_calls: int = 3
     cuda_arch: str = "auto"
-    build_max_jobs: int = 4
+    build_max_jobs: int = 2
     fast_build: bool = True
     ceilings: dict = _d(bandwidth_Bps=4.3e12,
                         peak_flops={"float32": 6.0e13, "float16": 7.9e14, "bfloat16": 7.9e14})
