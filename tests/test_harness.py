@@ -19,8 +19,9 @@ def test_config_rejects_unknown_keys_in_one_sentence():
 
 
 def test_config_yaml_is_the_dataclass():
-    import yaml
     from pathlib import Path
+
+    import yaml
 
     d = yaml.safe_load((Path(__file__).parent.parent / "conf/harness/default.yaml").read_text())
     cfg = HarnessConfig.from_mapping(d)

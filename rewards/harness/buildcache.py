@@ -35,7 +35,7 @@ MARKER = ".km_done"
 RECORDS: list[dict] = []
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def toolchain() -> str:
     out = []
     for cmd in (["c++", "--version"], ["nvcc", "--version"]):

@@ -15,7 +15,6 @@ import os
 import queue
 import re
 import threading
-import time
 from typing import Any
 
 import torch

@@ -25,7 +25,6 @@ import torch  # noqa: E402  (after unshare: nothing has opened sockets yet)
 from rewards.harness import buildcache, kernels, protocol, timing  # noqa: E402
 from rewards.harness.reference import load_module  # noqa: E402
 
-
 _CUDA_FAULT = __import__("re").compile(r"illegal memory access|misaligned address|device-side assert|unspecified launch failure|illegal instruction|CUDA error", __import__("re").I)
 
 
