@@ -142,6 +142,9 @@ def test_eval_cli_prints_one_json_object(cache, tmp_path, first):
     out = json.loads(p.stdout)  # the whole of stdout is one object
     assert out["status"] == "ok" and out["cache_hit"] is True
     assert {"runtime_us", "speedup", "evidence", "harness_version", "log_tail"} <= set(out)
+    # the reward layer's verdict rides along: a number and the findings behind it
+    assert isinstance(out["reward"], float) and isinstance(out["findings"], list)
+    assert {"rule", "rubric", "major_hack"} <= set(out["reward_detail"])
 
 
 def test_eval_cli_usage_errors_are_one_sentence(tmp_path):

@@ -6,6 +6,7 @@ Exit 0 whenever an evaluation ran (whatever the candidate's fate); 2 for usage e
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from pathlib import Path
 
@@ -48,5 +49,16 @@ def main(cfg, args: list[str]) -> int:
         raise UserError(str(e)) from e
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the JSON object only
         result = evaluate(task, cand.read_text(), hcfg)
-    print(result.to_json())
+    out = result.to_dict()
+    # The reward layer is pure and cheap: add its verdict so one call answers "what would the
+    # policy be paid for this, and why".
+    from rewards import score
+
+    rec = score(task.source, cand.read_text(), result, skill=1,
+                cfg=OmegaConf.to_container(cfg.rewards, resolve=True))
+    reward = rec.to_dict()
+    out["findings"] = reward.pop("findings")
+    out["reward"] = reward.pop("reward")
+    out["reward_detail"] = reward
+    print(json.dumps(out, default=str))
     return 0
