@@ -31,7 +31,7 @@ def completion_mask(ids: torch.Tensor, eos_id: int | None) -> torch.Tensor:
     if eos_id is None:
         return torch.ones_like(ids)
     is_eos = ids == eos_id
-    first = torch.where(is_eos.any(1), is_eos.int().argmax(1), torch.full((ids.size(0),), ids.size(1)))
+    first = torch.where(is_eos.any(1), is_eos.int().argmax(1), torch.full((ids.size(0),), ids.size(1), device=ids.device))
     return (torch.arange(ids.size(1), device=ids.device)[None, :] <= first[:, None]).long()
 
 
