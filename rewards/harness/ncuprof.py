@@ -27,6 +27,7 @@ import time
 
 from rewards.harness.kernels import base_name
 from rewards.harness.opcost import roofline
+from rewards.harness.sysprof import label
 
 METRICS = {  # ncu metric -> our key
     "gpu__time_duration.sum": "duration_ns",
@@ -75,7 +76,7 @@ def parse_csv(text: str) -> list[dict]:
             continue
         d = dict(zip(header, r, strict=False))
         name = d.get("Kernel Name") or d.get("Function Name") or ""
-        row = {"id": int(_num(d.get("ID", "")) or 0), "name": name, "base": base_name(name)}
+        row = {"id": int(_num(d.get("ID", "")) or 0), "name": name, "base": base_name(name), "label": label(name)}
         for metric, key in METRICS.items():
             if metric in d:
                 row[key] = _num(d[metric])
@@ -90,7 +91,7 @@ def aggregate(rows: list[dict]) -> list[dict]:
         groups.setdefault(r["base"], []).append(r)
     out = []
     for base, rs in groups.items():
-        a = {"base": base, "name": rs[0]["name"], "launches": len(rs)}
+        a = {"base": base, "label": rs[0].get("label", base), "name": rs[0]["name"], "launches": len(rs)}
         for key in METRICS.values():
             vals = [r[key] for r in rs if r.get(key) is not None]
             if vals:
@@ -212,12 +213,13 @@ def result_from_csv(text: str, chosen: list[dict], thresholds: dict, ceilings: d
         return {"status": "failed", "reason": err[:300], "raw_csv": text[-4000:]}
     bw = float(ceilings["bandwidth_Bps"])
     peak = float(ceilings["peak_flops"].get(dtype, ceilings["peak_flops"]["float32"]))
-    share = {k["base"]: k for k in chosen}
+    share = {**{k.get("label", k["base"]): k for k in chosen}, **{k["base"]: k for k in chosen}}
     kernels = []
     for a in aggregate(rows):
         k = {**a, **classify(a, thresholds, bw, peak)}
-        if a["base"] in share:
-            k["share"], k["time_us_per_forward"] = share[a["base"]]["share"], share[a["base"]]["time_us"]
+        s = share.get(a["base"]) or share.get(a["label"])
+        if s:
+            k["share"], k["time_us_per_forward"] = s["share"], s["time_us"]
         kernels.append(k)
     return {"status": "ok", "kernels": kernels, "raw_csv": text if len(text) < 20000 else text[:20000]}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections import Counter, defaultdict
 
@@ -218,7 +219,7 @@ def summarize(events: list[dict], calls: int, modules: dict | None = None, decla
 
     top_rows = []
     for k in ks[:top]:
-        row = {"name": k["name"], "base": k["base"], "origin": k["origin"],
+        row = {"name": k["name"], "base": k["base"], "label": label(k["name"]), "origin": k["origin"],
                "time_us": k["time_us"] / n_fwd, "share": k["time_us"] / total if total else 0.0,
                "calls": k["calls"] / n_fwd, "mean_us": k["time_us"] / max(k["calls"], 1),
                "op": k["ops"].most_common(1)[0][0] if k["ops"] else None,
@@ -286,9 +287,24 @@ def summarize(events: list[dict], calls: int, modules: dict | None = None, decla
         "top_kernels": top_rows,
         "other_share": (1 - sum(r["share"] for r in top_rows)) if total else 0.0,
         "ops": op_rows[:top],
+        "ceilings": {"bandwidth_Bps": bw, "peak_flops": peak, "dtype": dtype},
         "modules": _module_rows(modules or {}, mod_time, ops_by_module(events, op_cost, n_fwd), n_fwd, total, bw, peak, top),
     }
     return out
+
+
+def label(kernel: str) -> str:
+    """A readable short name: the base name, or for generic wrappers (cutlass ``Kernel2<...>``) the
+    first template argument's base name.
+
+    >>> label("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x128_8x4_nn_align1>(Params)")
+    'cutlass_80_simt_sgemm_128x128_8x4_nn_align1'
+    """
+    b = base_name(kernel)
+    if b in ("Kernel", "Kernel2", "kernel", "device_kernel") and "<" in kernel:
+        m = re.match(r"\s*([\w:]+)", kernel.split("<", 1)[1])
+        return m.group(1).split("::")[-1] if m else b
+    return b
 
 
 def _short(label: str) -> str:
