@@ -10,6 +10,7 @@ import asyncio
 import doctest
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -19,12 +20,13 @@ from agents.verifier import Verifier
 from rewards.harness import ncuprof, opcost, profcfg, sysprof
 from rewards.harness.config import HarnessConfig
 
-FIX = Path(__file__).parent / "fixtures" / "profiles"
+HERE = Path(__file__).parent / "fixtures" / "profiles"
+FIX = Path(os.environ.get("KM_PROFILE_FIXTURES") or HERE)  # the GPU script points this at fresh captures
 CEIL = {"bandwidth_Bps": 4.3e12, "peak_flops": {"float32": 6.0e13}}
 KCFG = profcfg.DEFAULTS["kernel"]
 EVENTS = json.loads((FIX / "sysprof_events.json").read_text())
 NCU = json.loads((FIX / "ncu_raw.json").read_text())
-_spec = importlib.util.spec_from_file_location("profiles_synth", FIX / "synth.py")
+_spec = importlib.util.spec_from_file_location("profiles_synth", HERE / "synth.py")
 synth = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(synth)
 
