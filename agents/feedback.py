@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agents import profile_feedback
+
 # g++/clang: "main.cpp:12:5: error: ..."; nvcc: "kernel.cu(12): error: ..."
 _GCC = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?:fatal )?error:\s*(?P<msg>.+)$")
 _NVCC = re.compile(r"^(?P<file>[^\s(]+)\((?P<line>\d+)\):\s*(?:catastrophic )?error:\s*(?P<msg>.+)$")
@@ -145,10 +147,14 @@ def make_feedback(result: dict[str, Any], target_speedup: float = 1.0) -> dict[s
     else:
         s = result.get("speedup")
         fb["summary"] = f"correct, {s:.2f}x vs eager" if s is not None else "correct"
+        prof = profile_feedback.diagnose(result.get("evidence") or {}, result.get("runtime_us"))
+        if prof:  # the two-level profile: the data record, and its text leads the hints
+            fb["profile"] = prof
+            hints.append(profile_feedback.render(prof))
         b = bottleneck(result)
         if b:
             fb["bottleneck"] = b
-            if b.get("top_kernels"):
+            if b.get("top_kernels") and not prof:
                 k = b["top_kernels"][0]
                 hints.append(f"{k['name']} takes {k['share']:.0%} of GPU time: optimize or fuse it first")
             if b.get("decoy_kernels"):
@@ -174,6 +180,11 @@ def render_feedback(fb: dict[str, Any]) -> str:
 def profile_text(result: dict[str, Any] | None, top: int = 5) -> str:
     """The reference's system-level profile, from a result's evidence (for the Planner)."""
     ev = (result or {}).get("evidence") or {}
+    text = profile_feedback.render_reference({"ref_runtime_us": (result or {}).get("ref_runtime_us"),
+                                              "system": ev.get("ref_system_profile"),
+                                              "kernel": ev.get("ref_kernel_profile")}, top)
+    if text:
+        return text
     ks = sorted(ev.get("ref_kernels") or [], key=lambda k: -(k.get("time_us") or 0))
     if not ks:
         return "not available (no GPU profile yet)"

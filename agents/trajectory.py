@@ -93,7 +93,8 @@ def _finish(out: TrajectoryOutcome, sm: StateMachine, t0: float) -> None:
 async def _loop(task, agents: Agents, meta, sm: StateMachine, ops, out: TrajectoryOutcome):
     turns = out.turns
     last_result: dict | None = None
-    plan, pturn = await agents.planner.plan(task.source, ops, profile_text(None), meta)
+    ref_profile = await agents.verifier.reference_profile(task)  # the Planner sees it from the start
+    plan, pturn = await agents.planner.plan(task.source, ops, ref_profile or profile_text(None), meta)
     turns.append(pturn)
     out.plan = plan
     sm.replanned(len(plan.subtasks))

@@ -12,6 +12,7 @@ from typing import Any
 
 from agents.backends.base import Backend
 from agents.feedback import make_feedback
+from agents.profile_feedback import render_reference
 from agents.templates import render
 from agents.turns import Turn
 
@@ -21,11 +22,22 @@ EvaluateFn = Callable[[Any, str], Awaitable[Any]]
 class Verifier:
     def __init__(self, evaluate: EvaluateFn, target_speedup: float = 1.0,
                  backend: Backend | None = None, guidance: bool = False,
-                 sampling: dict[str, Any] | None = None) -> None:
+                 sampling: dict[str, Any] | None = None,
+                 reference_profile: Callable[[Any], Awaitable[dict]] | None = None) -> None:
         self.evaluate = evaluate
+        self._reference_profile = reference_profile
         self.target_speedup = target_speedup
         self.backend = backend if guidance else None
         self.sampling = sampling or {}
+
+    async def reference_profile(self, task: Any) -> str | None:
+        """The reference's profile as text for the Planner's first plan; None when unavailable."""
+        if self._reference_profile is None:
+            return None
+        try:
+            return render_reference(await self._reference_profile(task))
+        except Exception:  # noqa: BLE001 - the plan goes ahead without a profile, never fails on it
+            return None
 
     async def verify(self, task: Any, coder_turn: Turn, meta: dict[str, Any]) -> Turn:
         turn = Turn(role="verifier", action="verify", subtask_index=coder_turn.subtask_index,

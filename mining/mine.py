@@ -171,7 +171,8 @@ def _notify(ctx: MineContext, p: Progress) -> None:
 
 
 def make_agents_factory(backends: dict[str, Any], evaluate, agents_cfg: dict[str, Any],
-                        device: str, role_sampling: dict[str, dict[str, Any]]) -> Callable[[Job], Agents]:
+                        device: str, role_sampling: dict[str, dict[str, Any]],
+                        reference_profile=None) -> Callable[[Job], Agents]:
     budgets = Budgets.from_mapping(agents_cfg)
 
     def make(job: Job) -> Agents:
@@ -181,6 +182,7 @@ def make_agents_factory(backends: dict[str, Any], evaluate, agents_cfg: dict[str
             planner=Planner(backends["planner"], samp("planner")),
             coder=Coder(backends["coder"], device, samp("coder")),
             verifier=Verifier(evaluate, budgets.target_speedup, backends["verifier"],
-                              bool(agents_cfg.get("verifier_guidance")), samp("verifier")),
+                              bool(agents_cfg.get("verifier_guidance")), samp("verifier"),
+                              reference_profile),
             budgets=budgets)
     return make

@@ -113,7 +113,8 @@ def main(cfg, args: list[str]) -> int:
         ctx = M.MineContext(
             run_id=run_id, round=int(cfg.round), store=store, policy=_policy(model_cfg),
             versions=versions(cfg, device), concurrency=int(agents_cfg.get("concurrency", 8)),
-            make_agents=M.make_agents_factory(backends, evaluate, agents_cfg, device, {}),
+            make_agents=M.make_agents_factory(backends, evaluate, agents_cfg, device, {},
+                                              lambda task: asyncio.to_thread(ev.reference_profile, task)),
             on_update=display.update)
         M.write_run_row(ctx, "run", OmegaConf.to_container(cfg, resolve=True))
 

@@ -43,6 +43,7 @@ class HarnessConfig:
     fast_build: bool = True
     ceilings: dict = _d(bandwidth_Bps=4.3e12,
                         peak_flops={"float32": 6.0e13, "float16": 7.9e14, "bfloat16": 7.9e14})
+    profiling: dict = field(default_factory=dict)  # levels and budgets; see profcfg.DEFAULTS
 
     @classmethod
     def from_mapping(cls, m: dict | None) -> HarnessConfig:
@@ -57,6 +58,9 @@ class HarnessConfig:
             if isinstance(cur, dict) and isinstance(v, dict):
                 v = {**cur, **v}  # partial overrides of a nested table keep the other entries
             setattr(base, k, v)
+        from rewards.harness import profcfg
+
+        base.profiling = profcfg.resolve(base.profiling)  # unknown profiling keys fail here
         if base.input_sets < 3 or base.trials < 1:
             raise ValueError("harness.input_sets must be >= 3 and harness.trials >= 1")
         return base

@@ -155,17 +155,55 @@ class Evaluator:
             if c.baselines:
                 bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls)
                 base = baselines.load(bk, self.cache)
-                if base is None:
+                if base is None or (self._system_job(ctx["dtype"]) and "ref_system_profile" not in base):
                     base = ask(self._ref, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls,
                                            "l2_flush_mb": c.l2_flush_mb, "profile": c.profile,
-                                           "compile": c.compile_baseline and self.device == "cuda"},
+                                           "compile": c.compile_baseline and self.device == "cuda",
+                                           "system": self._system_job(ctx["dtype"]),
+                                           "profile_calls": c.profiling["system"]["reference_calls"]},
                                c.timeouts_s["baseline"])
+                    self._ncu(base, "ref_system_profile", "ref_kernel_profile", "reference",
+                              {"task_source": task.source, "overrides": ov}, ctx["dtype"], self._all_slots[0].gpu)
                     base.update(device=self.device, gpu=self.info.get("gpu"), overrides=ov, task_hash=task.hash)
                     baselines.store(bk, base, self.cache)
                 ctx["baseline"] = base
         with self._ctx_lock:
             self._ctx[k] = ctx
         return ctx
+
+    def reference_profile(self, task: Any) -> dict:
+        """The reference's profile (system and kernel level), for the Planner before any candidate."""
+        base = self._task_context(task)["baseline"]
+        out = {"ref_runtime_us": base.get("ref_runtime_us"), "system": base.get("ref_system_profile"),
+               "kernel": base.get("ref_kernel_profile")}
+        if self.device == "cuda" and self.cfg.profiling["nsys"]["enabled"]:
+            from rewards.harness import nsysprobe
+
+            out["nsys"] = nsysprobe.probe(self.cfg.profiling["nsys"]["timeout_s"])
+        return out
+
+    def _system_job(self, dtype: str) -> dict | None:
+        s = self.cfg.profiling["system"]
+        if self.device != "cuda" or not s["enabled"]:
+            return None
+        return {"record_shapes": s["record_shapes"], "keep_events": s["keep_events"],
+                "summary": {"top": s["top"], "gap_us": s["gap_us"], "ceilings": self.cfg.ceilings, "dtype": dtype}}
+
+    def _ncu(self, rec: dict, sys_key: str, out_key: str, kind: str, job: dict, dtype: str, gpu: str | None) -> None:
+        """Kernel level (ncu) on the top kernels of ``rec[sys_key]``, when configured."""
+        k = self.cfg.profiling["kernel"]
+        if self.device != "cuda" or not k["enabled"] or not k["reference" if kind == "reference" else "candidates"]:
+            return
+        if not (rec.get(sys_key) or {}).get("top_kernels"):
+            return
+        from rewards.harness import ncuprof
+
+        env = {"TORCH_CUDA_ARCH_LIST": self.arch or "", "CUDA_VISIBLE_DEVICES": gpu or "",
+               "TORCH_EXTENSIONS_DIR": os.path.join(self.cache, "ext")}  # as the workers have it: cache hits
+        job = {**job, "kind": kind, "seed": self.cfg.seed, "cache_root": self.cache, "fast_build": self.cfg.fast_build,
+               "env": env}
+        rec[out_key] = ncuprof.profile(job, rec[sys_key]["top_kernels"], k, self.cfg.ceilings, dtype,
+                                       self.cache, self.info.get("gpu"))
 
     # -- one candidate ------------------------------------------------------------
     def _evaluate(self, task: Any, src: str) -> EvalResult:
@@ -224,6 +262,9 @@ class Evaluator:
         r.ref_runtime_us, r.ref_compile_runtime_us = base.get("ref_runtime_us"), base.get("ref_compile_runtime_us")
         if base.get("ref_kernels"):
             ev["ref_kernels"] = base["ref_kernels"]
+        for k in ("ref_system_profile", "ref_kernel_profile"):
+            if base.get(k):
+                ev[k] = base[k]
 
     def _execute(self, slot: _Slot, src: str, ctx: dict, r: EvalResult, ev: dict) -> None:
         c, t = self.cfg, self.cfg.timeouts_s
@@ -251,8 +292,11 @@ class Evaluator:
             self._timing(tr, ctx, r, ev)
             if self.device == "cuda" and c.profile and r.status == "ok":
                 phase = "profile"
-                ev.update(ask(w, {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls},
-                              t["timing"]))
+                ev.update(ask(w, {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
+                                  "system": self._system_job(ctx["dtype"])}, t["timing"]))
+                self._ncu(ev, "system_profile", "kernel_profile", "candidate",
+                          {"task_source": ctx["task_source"], "overrides": ctx["overrides"],
+                           "candidate_source": src}, ctx["dtype"], slot.gpu)
         except PhaseTimeout as e:
             r.status, r.correct, r.error = "timeout", False, f"{phase} phase: {e}"
             ev["worker_restarts"] += 1

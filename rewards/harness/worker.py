@@ -149,11 +149,23 @@ class Candidate:
 
     def profile(self, job: dict) -> dict:
         return profile_model(self.model, _devcopy(job["sets"][0], self.device), job["calls"],
-                             kernels.declared_kernels(self.build["cuda_sources"]))
+                             kernels.declared_kernels(self.build["cuda_sources"]), job.get("system"))
 
 
-def profile_model(model, xs: list, calls: int, declared: list[str]) -> dict:
+def profile_model(model, xs: list, calls: int, declared: list[str], system: dict | None = None) -> dict:
     from torch.profiler import ProfilerActivity, profile
+
+    if system:  # the same run, plus module ranges and shapes for the system-level profile
+        from rewards.harness import sysprof
+
+        cap = sysprof.capture(model, xs, calls, system.get("record_shapes", True))
+        out = kernels.summarize_trace(cap["trace_path"], declared, calls)
+        out["declared_kernels"] = declared
+        out["system_profile"] = sysprof.summarize(cap["events"], calls, cap["modules"], declared, **system["summary"])
+        out["system_profile"]["profile_s"] = cap["capture_s"]
+        if system.get("keep_events"):
+            out["system_events"] = {"events": cap["events"], "modules": cap["modules"], "calls": calls}
+        return out
 
     with torch.no_grad():
         model(*xs)
@@ -213,8 +225,11 @@ class Reference:
             except Exception as e:  # noqa: BLE001 - a baseline that cannot be compiled is absent
                 out["compile_error"] = _err(e)
         if self.device == "cuda" and job.get("profile"):
-            out["ref_kernels"] = [{k: v for k, v in d.items() if k != "origin"} for d in
-                                  profile_model(self.model, self.sets[0], 1, [])["kernels"]]
+            p = profile_model(self.model, self.sets[0], job.get("profile_calls", 1), [], job.get("system"))
+            out["ref_kernels"] = [{k: v for k, v in d.items() if k != "origin"} for d in p["kernels"]]
+            for k in ("system_profile", "system_events"):
+                if k in p:
+                    out["ref_" + k] = p[k]
         return out
 
 
