@@ -19,6 +19,7 @@ import concurrent.futures as cf
 import os
 import queue
 import re
+import signal
 import threading
 import time
 from typing import Any
@@ -84,7 +85,10 @@ class _Slot:
         self.spare: Worker | None = None
 
     def take(self) -> Worker:
-        w = self.spare if self.spare is not None and self.spare.alive() else self.ev._spawn("candidate", self.gpu)
+        if self.spare is not None and not self.spare.alive():
+            self.ev._drop(self.spare)
+            self.spare = None
+        w = self.spare or self.ev._spawn("candidate", self.gpu)
         self.spare = self.ev._spawn("candidate", self.gpu)  # warms up while this one works
         return w
 
@@ -99,6 +103,9 @@ class Evaluator:
         self._ctx_lock = threading.Lock()
         self._pending: set[cf.Future] = set()
         self._pending_lock = threading.Lock()
+        self._workers: set[Worker] = set()  # every live worker, so an interrupted run leaves none
+        self._wlock = threading.Lock()
+        self._closing = False
         self.task_timings: list[dict] = []  # per task: reference prepare / compile / baseline seconds
         self.info: dict = {}
 
@@ -123,18 +130,33 @@ class Evaluator:
         self._exec_pool = cf.ThreadPoolExecutor(n_exec, thread_name_prefix="km-exec")
         return self
 
-    def __exit__(self, *exc) -> None:
-        with self._pending_lock:
-            pending = list(self._pending)
-        cf.wait(pending)
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:  # normal end: let queued candidates finish
+            with self._pending_lock:
+                pending = list(self._pending)
+            cf.wait(pending)
+        else:  # interrupted (Ctrl-C, a timeout): kill every worker now, running ones included
+            self._closing = True  # no new stage or worker starts from here on
+            for p in (self._build_pool, self._ref_pool, self._exec_pool):
+                p.shutdown(wait=False, cancel_futures=True)
+            main = threading.current_thread() is threading.main_thread()
+            sigs = (signal.SIGINT, signal.SIGTERM) if main else ()
+            old = {s: signal.signal(s, signal.SIG_IGN) for s in sigs}  # a 2nd signal must not strand them
+            try:
+                for w in self._live():
+                    w.kill()
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
         for p in (self._build_pool, self._ref_pool, self._exec_pool):
             p.shutdown(wait=True, cancel_futures=True)
-        while not self._build_spares.empty():
-            self._build_spares.get_nowait().cleanup()
-        for s in self._all_slots:
-            if s.spare is not None:
-                s.spare.cleanup()
-        self._ref.cleanup()
+        for w in self._live():
+            self._drop(w)
+        with self._pending_lock:
+            pending = list(self._pending)
+        for f in pending:  # stages cancelled by the interrupt: their callers must not wait forever
+            if not f.done():
+                f.set_exception(RuntimeError("the evaluator was shut down before this candidate ran"))
 
     def submit(self, task: Any, candidate_source: str) -> cf.Future:
         """Queue one candidate; the future's result is its EvalResult (never an exception for
@@ -161,9 +183,10 @@ class Evaluator:
         with self._pending_lock:
             self._pending.discard(fut)
 
-    @staticmethod
-    def _guard(fut: cf.Future, fn, *args) -> None:
+    def _guard(self, fut: cf.Future, fn, *args) -> None:
         try:
+            if self._closing:
+                raise RuntimeError("the evaluator was shut down before this candidate ran")
             fn(*args)
         except BaseException as e:  # noqa: BLE001 - a harness bug must reach the caller, not hang it
             if not fut.done():
@@ -226,12 +249,26 @@ class Evaluator:
         return [str(i) for i in range(max(1, torch.cuda.device_count()))]
 
     def _spawn(self, role: str, gpu: str | None) -> Worker:
+        if self._closing:
+            raise RuntimeError("the evaluator is shutting down")
         env = {"KM_DEVICE": self.device, "MAX_JOBS": str(self.cfg.build_max_jobs),
                "TORCH_EXTENSIONS_DIR": os.path.join(self.cache, "ext"),
                "CUDA_VISIBLE_DEVICES": "" if (role == "build" or gpu is None) else gpu}
         if self.arch:
             env["TORCH_CUDA_ARCH_LIST"] = self.arch
-        return Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace)
+        w = Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace)
+        with self._wlock:
+            self._workers.add(w)
+        return w
+
+    def _live(self) -> list[Worker]:
+        with self._wlock:
+            return list(self._workers)
+
+    def _drop(self, w: Worker) -> None:
+        w.cleanup()
+        with self._wlock:
+            self._workers.discard(w)
 
     def _take_build_worker(self) -> Worker:
         """A warm build worker (torch already imported) and a replacement warming up."""
@@ -242,7 +279,7 @@ class Evaluator:
             except queue.Empty:
                 break
             if not w.alive():
-                w.cleanup()
+                self._drop(w)
                 w = None
         w = w or self._spawn("build", None)
         if self._build_spares.qsize() < self.n_build:
@@ -263,7 +300,7 @@ class Evaluator:
         tt = {"task": getattr(task, "id", task.hash), "prepare_s": 0.0, "compile_s": 0.0, "baseline_s": 0.0}
         t0 = time.perf_counter()
         if not self._ref.alive():  # a reference that crashed or hung on an earlier task
-            self._ref.cleanup()
+            self._drop(self._ref)
             self._ref = self._spawn("reference", self._all_slots[0].gpu)
             ask(self._ref, None, c.timeouts_s.get("start", 120))
         with gpu_lock:
@@ -317,7 +354,7 @@ class Evaluator:
             return False
         finally:
             log = w.log_tail(20000)
-            w.cleanup()
+            self._drop(w)
         r.build_s, r.cache_hit = round(b["build_s"], 3), b["cache_hit"]
         if b.get("fast_build"):
             ev["fast_build"] = b["fast_build"]
@@ -390,7 +427,7 @@ class Evaluator:
             r.status, r.correct, r.error = "runtime_error", False, f"{phase} phase: {e}"
         finally:
             r.log_tail = r.log_tail or w.log_tail()
-            w.cleanup()
+            self._drop(w)
 
     def _judge(self, trials: list, ctx: dict, r: EvalResult, ev: dict) -> bool:
         r.trials = len(trials)
