@@ -116,3 +116,20 @@ def test_no_side_stream_on_a_single_stream_candidate():
     s = summarize_events(_bracketed([], joined=False), ["my_gelu"], calls=2)
     assert s["side_stream"] is False and s["streams"] == [7] and s["side_streams_joined"] is False
     assert s["launches_per_call"] == 1 and s["candidate_kernel_share"] == 1.0
+
+
+def test_fast_build_rewrites():
+    from rewards.harness.buildcache import lighten
+
+    raw = "#include <torch/extension.h>\n__global__ void k(float* x) {}\nvoid launch(float* x, cudaStream_t s) { k<<<1, 1, 0, s>>>(x); }"
+    args = {"name": "m", "cpp_sources": ["void launch(float*, cudaStream_t);"], "cuda_sources": [raw]}
+    light, kind = lighten(args)
+    assert kind == "torch_free_cuda" and light["no_implicit_headers"] is True
+    assert light["cpp_sources"][0] == "#include <torch/extension.h>"  # bindings still get torch
+    assert "torch" not in "".join(light["cuda_sources"]) and "cuda_runtime.h" in light["cuda_sources"][0]
+    uses = {**args, "cuda_sources": [raw + "\ntorch::Tensor f(torch::Tensor x) { return x; }"]}
+    light, kind = lighten(uses)
+    assert kind == "no_extension_h" and "no_implicit_headers" not in light
+    assert "#include <torch/extension.h>" not in light["cuda_sources"][0]
+    assert lighten({**args, "cpp_sources": []}) == ({**args, "cpp_sources": []}, None)  # bindings in .cu
+    assert lighten({**args, "no_implicit_headers": True})[1] is None  # the candidate manages headers
