@@ -1,20 +1,26 @@
-"""Harness throughput vs a KernelBench-style evaluator, on the GPU machine.
+"""Harness throughput vs a KernelBench-style evaluator, with the harness's per-phase times.
 
-    python bench/harness_throughput.py [--baseline-n 3] [--variants 8]
+    python bench/harness_throughput.py                     # GPU machine, fresh cache, ~4 min
+    python bench/harness_throughput.py --device cpu        # C++ candidates, small sizes (CI box)
 
-24 distinct CUDA candidates (3 small-but-real tasks x 8 variants: block size and unroll tag
-differ, so content hashes differ) are evaluated (b) by this harness (parallel cached builds,
-sandboxed workers, fresh cache) and (a) by a KernelBench-style loop (in-process load_inline,
-serial, 5 trials, 3 warm-ups + 100 timed calls with L2 flush and events). The serial baseline
-takes about a minute per candidate, so it runs on --baseline-n (default 2) of them (its per-candidate
-rate does not depend on how many); the ratio compares candidates per minute. Then one
-candidate is evaluated 5 more times by the harness: the coefficient of variation of runtime.
+3 small-but-real tasks x --variants candidates (block size / unroll tag differ, so content
+hashes differ; silu's CUDA source is torch-free, the others use torch in the .cu) are
+evaluated (b) by this harness (parallel cached builds, sandboxed workers, fresh cache) and
+(a) by a KernelBench-style loop (in-process load_inline, serial, 5 trials, 3 warm-ups + 100
+timed calls) on --baseline-n of them (its per-candidate time is a build plus a run, so the
+rate does not depend on how many); the ratio compares candidates per minute. Progress lines
+go to stderr as candidates finish. Then: where the harness's time went (median per phase),
+the median build_s with fast_build on vs off (GPU: fresh variants built by the harness with
+fast_build on, next to the baseline's own builds, which are plain load_inline), and the
+coefficient of variation of one candidate's runtime over 5 evaluations.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures as cf
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -42,9 +48,12 @@ class BenchTask:
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 
 
+SIZES = {"cuda": {"N": 1 << 24, "B": 2048, "D": 2048, "R": 8192, "C": 1024},
+         "cpu": {"N": 1 << 16, "B": 64, "D": 64, "R": 64, "C": 256}}
+
 TASKS = {
     "silu": """import torch, torch.nn as nn
-N = 1 << 24
+N = {N}
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -56,7 +65,7 @@ def get_init_inputs():
     return []
 """,
     "linear_gelu": """import torch, torch.nn as nn
-B, D = 2048, 2048
+B, D = {B}, {D}
 class Model(nn.Module):
     def __init__(self, d):
         super().__init__()
@@ -69,7 +78,7 @@ def get_init_inputs():
     return [D]
 """,
     "softmax": """import torch, torch.nn as nn
-R, C = 8192, 1024
+R, C = {R}, {C}
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -82,33 +91,48 @@ def get_init_inputs():
 """,
 }
 
-HEAD = """import torch, torch.nn as nn
-from torch.utils.cpp_extension import load_inline
-CUDA = r'''
-#include <torch/extension.h>
-#define BLOCK {block}
-// variant {tag}
-{kernel}
-'''
-ext = load_inline(name="{name}", cpp_sources=["{decl}"], cuda_sources=[CUDA], functions=["run"])
-"""
+MODELS = {
+    "silu": ("", "ext.run(x)"), "softmax": ("", "ext.run(x)"),
+    "linear_gelu": ("d", "ext.run(x, self.fc.weight, self.fc.bias)"),
+}
 
-KERNELS = {
-    "silu": ("torch::Tensor run(torch::Tensor x);", r"""
+HEAD = '''import torch, torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+CPP = r"""
+constexpr int BLOCK = {block};  // variant {tag}
+{cpp}
+"""
+CUDA = r"""
+#include <torch/extension.h>
+constexpr int BLOCK = {block};  // variant {tag}
+{cuda}
+"""
+ext = load_inline(name="{name}", cpp_sources=[CPP], cuda_sources=[CUDA] if {has_cuda} else None, functions=["run"])
+class ModelNew(nn.Module):
+    def __init__(self{init_sig}):
+        super().__init__()
+        {init_body}
+    def forward(self, x):
+        return {call}
+'''
+
+# GPU candidates: (C++ binding source, CUDA source). silu's CUDA is torch-free (raw pointers
+# and a stream), which the fast build compiles without the torch headers.
+CUDA_KERNELS = {
+    "silu": (r"""#include <ATen/cuda/CUDAContext.h>
+void silu_launch(const float* x, float* y, long n, cudaStream_t s);
+torch::Tensor run(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    silu_launch(x.data_ptr<float>(), y.data_ptr<float>(), x.numel(), at::cuda::getCurrentCUDAStream());
+    return y;
+}""", r"""
 __global__ void silu_kernel(const float* x, float* y, long n) {
     long i = (long)blockIdx.x * BLOCK + threadIdx.x;
     if (i < n) { float v = x[i]; y[i] = v / (1.0f + expf(-v)); }
 }
-torch::Tensor run(torch::Tensor x) {
-    auto y = torch::empty_like(x); long n = x.numel();
-    silu_kernel<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
-    return y;
-}""", """class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-    def forward(self, x):
-        return ext.run(x)
-"""),
+void silu_launch(const float* x, float* y, long n, cudaStream_t s) {
+    silu_kernel<<<(n + BLOCK - 1) / BLOCK, BLOCK, 0, s>>>(x, y, n);
+}"""),
     "linear_gelu": ("torch::Tensor run(torch::Tensor x, torch::Tensor w, torch::Tensor b);", r"""
 __global__ void gelu_kernel(float* y, long n) {
     long i = (long)blockIdx.x * BLOCK + threadIdx.x;
@@ -118,13 +142,7 @@ torch::Tensor run(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
     auto y = at::addmm(b, x, w.t()); long n = y.numel();
     gelu_kernel<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(y.data_ptr<float>(), n);
     return y;
-}""", """class ModelNew(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.fc = nn.Linear(d, d)
-    def forward(self, x):
-        return ext.run(x, self.fc.weight, self.fc.bias)
-"""),
+}"""),
     "softmax": ("torch::Tensor run(torch::Tensor x);", r"""
 __global__ void softmax_kernel(const float* x, float* y, int cols) {
     __shared__ float red[BLOCK];
@@ -145,109 +163,202 @@ torch::Tensor run(torch::Tensor x) {
     auto y = torch::empty_like(x);
     softmax_kernel<<<x.size(0), BLOCK>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.size(1));
     return y;
-}""", """class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-    def forward(self, x):
-        return ext.run(x)
-"""),
+}"""),
+}
+
+# CPU candidates: plain C++ loops (BLOCK chunks silu's loop; the variants differ in hash).
+CPU_KERNELS = {
+    "silu": r"""#include <cmath>
+torch::Tensor run(torch::Tensor x) {
+    auto y = torch::empty_like(x); const float* p = x.data_ptr<float>(); float* q = y.data_ptr<float>();
+    long n = x.numel();
+    for (long s = 0; s < n; s += BLOCK)
+        for (long i = s; i < std::min(n, s + BLOCK); ++i) q[i] = p[i] / (1.0f + std::exp(-p[i]));
+    return y;
+}""",
+    "linear_gelu": r"""#include <cmath>
+torch::Tensor run(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
+    auto y = at::addmm(b, x, w.t()).contiguous(); float* q = y.data_ptr<float>();
+    for (long i = 0; i < y.numel(); ++i) q[i] = 0.5f * q[i] * (1.0f + std::erf(q[i] * 0.70710678f));
+    return y;
+}""",
+    "softmax": r"""#include <cmath>
+torch::Tensor run(torch::Tensor x) {
+    x = x.contiguous(); auto y = torch::empty_like(x); long R = x.size(0), C = x.size(1);
+    const float* p = x.data_ptr<float>(); float* q = y.data_ptr<float>();
+    for (long r = 0; r < R; ++r) {
+        float m = -INFINITY, s = 0.f;
+        for (long j = 0; j < C; ++j) m = std::max(m, p[r * C + j]);
+        for (long j = 0; j < C; ++j) s += std::exp(p[r * C + j] - m);
+        for (long j = 0; j < C; ++j) q[r * C + j] = std::exp(p[r * C + j] - m) / s;
+    }
+    return y;
+}""",
 }
 
 
-def candidates(variants: int, salt: str) -> list[tuple[str, str]]:
-    out = []
-    for tid, (decl, kernel, model) in KERNELS.items():
-        for v in range(variants):
-            block = (128, 256, 512, 1024)[v % 4]
-            src = HEAD.format(block=block, tag=f"{salt}-{v}", kernel=kernel, name=f"{tid}_v{v}_{salt}", decl=decl)
-            out.append((tid, src + model))
-    return out
+def candidate(tid: str, v: int, salt: str, device: str) -> str:
+    block = (128, 256, 512, 1024)[v % 4]
+    arg, call = MODELS[tid]
+    if device == "cuda":
+        cpp, cuda = CUDA_KERNELS[tid]
+    else:
+        cpp, cuda = CPU_KERNELS[tid], ""
+    return HEAD.format(block=block, tag=f"{salt}-{v}", cpp=cpp, cuda=cuda, has_cuda=bool(cuda),
+                       name=f"{tid}_v{v}_{salt}".replace("-", "_"), init_sig=f", {arg}" if arg else "",
+                       init_body="self.fc = nn.Linear(d, d)" if arg else "pass", call=call)
 
 
-def kernelbench_style(task_src: str, cand_src: str, trials=5, warmup=3, calls=100) -> bool:
-    """What KernelBench's eval does: exec in this process, seed 42, allclose, events + L2 flush."""
+def candidates(variants: int, salt: str, device: str) -> list[tuple[str, str]]:
+    return [(tid, candidate(tid, v, salt, device)) for v in range(variants) for tid in TASKS]
+
+
+def kernelbench_style(task_src: str, cand_src: str, device: str, trials=5, warmup=3, calls=100) -> dict:
+    """What KernelBench's eval does: exec in this process, seed 42, allclose, events + L2 flush
+    (host clock on CPU). Returns correctness and the in-process build time."""
     ref, cand = types.ModuleType("ref"), types.ModuleType("cand")
     exec(task_src, ref.__dict__)
+    t0 = time.perf_counter()
     exec(cand_src, cand.__dict__)
+    build_s = time.perf_counter() - t0
     torch.manual_seed(42)
     init = ref.get_init_inputs()
-    model = ref.Model(*init).cuda()
+    model = ref.Model(*init).to(device)
     torch.manual_seed(42)
-    new = cand.ModelNew(*init).cuda()
+    new = cand.ModelNew(*init).to(device)
     ok = True
+    cuda = device == "cuda"
     with torch.no_grad():
         for t in range(trials):
             torch.manual_seed(t)
-            xs = [x.cuda() for x in ref.get_inputs()]
+            xs = [x.to(device) for x in ref.get_inputs()]
             ok &= torch.allclose(model(*xs), new(*xs), atol=1e-4, rtol=1e-4)
-        flush = torch.empty(64 * 2**20, device="cuda")
+        flush = torch.empty(64 * 2**20, device=device) if cuda else None
         for _ in range(warmup):
             new(*xs)
-        times = []
         for _ in range(calls):
-            flush.zero_()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize()
-            s.record()
-            new(*xs)
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e))
-    return bool(ok)
+            if cuda:
+                flush.zero_()
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                torch.cuda.synchronize()
+                s.record()
+                new(*xs)
+                e.record()
+                torch.cuda.synchronize()
+                s.elapsed_time(e)
+            else:
+                new(*xs)
+    return {"ok": bool(ok), "build_s": build_s}
+
+
+EXEC_PHASES = ("start", "load", "trials", "time", "profile")
+
+
+def phase_table(results) -> list[str]:
+    keys = ["queue", "build", "ref_wait", "slot_wait", *EXEC_PHASES, "total"]
+    rows = [f"{'phase (s)':<12}{'median':>9}{'max':>9}"]
+    for k in keys:
+        xs = [r.evidence.get("phases_s", {}).get(k) for r in results]
+        xs = [x for x in xs if x is not None]
+        if xs:
+            rows.append(f"{k:<12}{statistics.median(xs):>9.2f}{max(xs):>9.2f}")
+    return rows
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt  # a timeout's SIGTERM: leave through the evaluator's cleanup
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, _interrupt)
     ap = argparse.ArgumentParser()
-    ap.add_argument("--variants", type=int, default=8)
-    ap.add_argument("--baseline-n", type=int, default=2)
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    ap.add_argument("--variants", type=int, default=None, help="candidates per task (cuda 4, cpu 1)")
+    ap.add_argument("--baseline-n", type=int, default=None, help="KernelBench-style candidates (cuda 2, cpu 1)")
+    ap.add_argument("--cv-reps", type=int, default=5)
+    ap.add_argument("--timed-calls", type=int, default=None, help="harness and baseline (cuda 100, cpu 20)")
     args = ap.parse_args()
-    if not torch.cuda.is_available():
-        sys.exit("this benchmark needs a CUDA GPU")
+    dev = args.device
+    if dev == "cuda" and not torch.cuda.is_available():
+        sys.exit("this benchmark needs a CUDA GPU; use --device cpu on a CPU machine")
+    variants = args.variants or (4 if dev == "cuda" else 1)
+    base_n = args.baseline_n if args.baseline_n is not None else (2 if dev == "cuda" else 1)
+    calls = args.timed_calls or (100 if dev == "cuda" else 20)
     salt = str(int(time.time()))
-    cands = candidates(args.variants, salt)
-    tasks = {tid: BenchTask(tid, src) for tid, src in TASKS.items()}
+    cands = candidates(variants, salt, dev)
+    tasks = {tid: BenchTask(tid, src.replace("{N}", str(SIZES[dev]["N"])).format(**SIZES[dev]))
+             for tid, src in TASKS.items()}
     cache = tempfile.mkdtemp(prefix="km-bench-")
-    cfg = {"device": "cuda", "cache_dir": cache, "compile_baseline": False}
+    cfg = {"device": dev, "cache_dir": cache, "compile_baseline": False, "timed_calls": calls}
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
 
     t0 = time.perf_counter()
     with Evaluator(cfg) as ev:
-        futs = [ev.submit(tasks[tid], src) for tid, src in cands]
-        results = []
-        for i, f in enumerate(futs):  # progress on stderr, so a run cut short still says something
-            r = f.result()
-            results.append(r)
-            print(f"[{time.perf_counter() - t0:6.1f}s] {i + 1}/{len(futs)} {cands[i][0]}: {r.status} "
-                  f"build_s={r.build_s} runtime_us={r.runtime_us}", file=sys.stderr, flush=True)
+        log(f"[{time.perf_counter() - t0:6.1f}s] harness up: {ev.n_build} concurrent builds x "
+            f"{ev.cfg.build_max_jobs} jobs, {os.cpu_count()} cores; {len(cands)} candidates submitted")
+        futs = {ev.submit(tasks[tid], src): (i, tid) for i, (tid, src) in enumerate(cands)}
+        results = [None] * len(cands)
+        for n, f in enumerate(cf.as_completed(futs), 1):
+            i, tid = futs[f]
+            r = results[i] = f.result()
+            ph = r.evidence.get("phases_s", {})
+            log(f"[{time.perf_counter() - t0:6.1f}s] {n}/{len(cands)} {tid} v{i // len(TASKS)}: {r.status} "
+                f"build_s={r.build_s} runtime_us={r.runtime_us and round(r.runtime_us, 1)} "
+                f"fast={r.evidence.get('fast_build')} phases={ph}" + (f" error={r.error}" if r.error else ""))
         t_h = time.perf_counter() - t0
+        gpu = torch.cuda.get_device_name(0) if dev == "cuda" else "none (cpu mode)"
+        print(f"device {dev}, GPU {gpu}, torch {torch.__version__}, {os.cpu_count()} cores, fresh cache", flush=True)
+        report_harness(results, t_h, ev.task_timings)
+
+        # fast_build on: fresh variants (torch-free silu, torch-using linear_gelu), built by the
+        # harness while the baseline below builds the same templates with plain load_inline
+        abl_src = [candidate(tid, 0, salt + "-fast", dev) for tid in ("silu", "linear_gelu")] if dev == "cuda" else []
+        abl_pool = cf.ThreadPoolExecutor(max(1, len(abl_src)))
+        abl = [abl_pool.submit(ev.build, s, True) for s in abl_src]
+
+        picks = [cands[i] for i in (0, 1, 2)][:base_n]  # silu, linear_gelu, softmax v0
+        os.environ["TORCH_EXTENSIONS_DIR"] = tempfile.mkdtemp(prefix="km-bench-kb-")
+        t1 = time.perf_counter()
+        kb = []
+        for tid, src in picks:
+            kb.append(kernelbench_style(tasks[tid].source, src.replace(salt, salt + "kb"), dev, calls=calls))
+            log(f"[kb {time.perf_counter() - t1:6.1f}s] {tid}: ok={kb[-1]['ok']} build_s={kb[-1]['build_s']:.1f}")
+        t_b = time.perf_counter() - t1
+        abl_on = [f.result() for f in abl]
+        abl_pool.shutdown()
+        rate_h, rate_b = len(cands) / t_h * 60, len(picks) / t_b * 60
+        print(f"{'kernelbench-style':<22}{len(picks):>11}{sum(k['ok'] for k in kb):>9}{t_b:>9.1f}{rate_b:>10.2f}")
+        print(f"throughput ratio (harness / kernelbench-style): {rate_h / rate_b:.2f}x", flush=True)
+        if abl_on:
+            on = statistics.median(r.build_s for r in abl_on if r.build_s)
+            off = statistics.median(k["build_s"] for k in kb[:2])
+            kinds = [r.evidence.get("fast_build") for r in abl_on]
+            print(f"build_s fast_build on (harness, {len(abl_on)} builds {kinds}): median {on:.1f}; "
+                  f"off (plain load_inline, the baseline's {len(kb[:2])} builds of the same templates): "
+                  f"median {off:.1f}; ratio off/on {off / on:.2f}x (built side by side: "
+                  f"{len(abl_on)} + 1 builds on {os.cpu_count()} cores)", flush=True)
+
         one = cands[0]
-        reps = [ev.submit(tasks[one[0]], one[1]).result() for _ in range(5)]
-    ok_h = sum(r.correct for r in results)
-    builds = [r.build_s for r in results if r.build_s is not None and not r.cache_hit]
-    statuses = statistics.multimode([r.status for r in results])
-    bad = [(r.status, r.error) for r in results if not r.correct][:3]
-
-    os.environ["TORCH_EXTENSIONS_DIR"] = tempfile.mkdtemp(prefix="km-bench-kb-")
-    picks = [cands[i * args.variants + 1] for i in range(len(KERNELS))][: args.baseline_n]
-    print(f"harness: {len(cands)} candidates in {t_h:.1f} s ({len(cands) / t_h * 60:.2f}/min)", flush=True)
-    t1 = time.perf_counter()
-    ok_b = 0
-    for tid, src in picks:
-        ok_b += kernelbench_style(TASKS[tid], src.replace(salt, salt + "kb"))
-        print(f"[kb {time.perf_counter() - t1:6.1f}s] {tid} done", file=sys.stderr, flush=True)
-    t_b = time.perf_counter() - t1
-
-    rate_h, rate_b = len(cands) / t_h * 60, len(picks) / t_b * 60
+        reps = [ev.submit(tasks[one[0]], one[1]).result() for _ in range(args.cv_reps)]
     rts = [r.runtime_us for r in reps if r.runtime_us]
     cv = statistics.pstdev(rts) / statistics.mean(rts) if len(rts) > 1 else float("nan")
-    print(f"\nGPU {torch.cuda.get_device_name(0)}, torch {torch.__version__}, {os.cpu_count()} cores")
-    print(f"{'evaluator':<22}{'candidates':>11}{'correct':>9}{'wall s':>9}{'cand/min':>10}")
-    print(f"{'kernelbench-style':<22}{len(picks):>11}{ok_b:>9}{t_b:>9.1f}{rate_b:>10.2f}")
-    print(f"{'kernelmine harness':<22}{len(cands):>11}{ok_h:>9}{t_h:>9.1f}{rate_h:>10.2f}")
-    print(f"throughput ratio (harness / kernelbench-style): {rate_h / rate_b:.2f}x")
-    print(f"median build_s (harness, fresh builds): {statistics.median(builds) if builds else float('nan'):.1f}"
-          f"  (n={len(builds)}); statuses: {statuses}; failures: {bad}")
-    print(f"runtime CV over 5 evaluations of {one[0]} v0: {cv:.3%} (runtimes us: {[round(x, 1) for x in rts]})")
+    print(f"runtime CV over {len(rts)} evaluations of {one[0]} v0: {cv:.3%} (runtimes us: {[round(x, 1) for x in rts]})")
 
+
+def report_harness(results, t_h: float, timings: list[dict]) -> None:
+    ok_h = sum(r.correct for r in results)
+    builds = [r.build_s for r in results if r.build_s is not None and not r.cache_hit]
+    bad = [(r.status, r.error) for r in results if not r.correct][:3]
+    held = sum(sum(r.evidence.get("phases_s", {}).get(k, 0.0) for k in EXEC_PHASES) for r in results)
+    print(f"{'evaluator':<22}{'candidates':>11}{'correct':>9}{'wall s':>9}{'cand/min':>10}")
+    print(f"{'kernelmine harness':<22}{len(results):>11}{ok_h:>9}{t_h:>9.1f}{len(results) / t_h * 60:>10.2f}")
+    print(f"  median build_s (fresh builds, concurrent): "
+          f"{statistics.median(builds) if builds else float('nan'):.1f} (n={len(builds)}); failures: {bad}")
+    print(f"  execution slot busy: {held:.1f} s of {t_h:.1f} s wall ({held / t_h:.0%})")
+    print("  where the time went, per candidate:")
+    print("\n".join("    " + row for row in phase_table(results)))
+    print("  reference per task (prepare / baseline s): "
+          + ", ".join(f"{t['task']} {t['prepare_s']:.1f}/{t['baseline_s']:.1f}" for t in timings), flush=True)
 
 if __name__ == "__main__":
     main()

@@ -37,7 +37,7 @@ import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from rewards.harness.reference import load_module  # noqa: E402
+from rewards.harness.reference import load_module, meta_device  # noqa: E402
 
 SEED = 42
 INPUT_SETS = 3
@@ -86,7 +86,7 @@ def estimate_cost(source: str, overrides: dict | None = None) -> dict[str, float
     """
     with contextlib.redirect_stdout(io.StringIO()):
         mod = load_module(source, overrides)
-    with torch.device("meta"), torch.no_grad():
+    with meta_device(), torch.no_grad():
         torch.manual_seed(SEED)
         model = mod.Model(*mod.get_init_inputs())
         inputs = mod.get_inputs()

@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
-# On the GPU machine: the harness GPU tests, then the throughput benchmark; logs under $OUT.
-#   bash scripts/gpu_check_harness.sh            (BENCH=0 skips the benchmark, TESTS=0 the tests)
+# On the GPU machine: the harness GPU tests, then the throughput benchmark; under 6 minutes.
+#   OUT=/some/dir bash scripts/gpu_check_harness.sh     (BENCH=0 skips the benchmark, TESTS=0 the tests)
+#   DRY=1 bash scripts/gpu_check_harness.sh             (CPU machine: the same steps, CPU bench mode)
+# Writes $OUT/gpu.txt, $OUT/test_harness_gpu.log, $OUT/harness_throughput.log and $OUT/summary.txt.
 set -uo pipefail
 OUT=${OUT:-/tmp/km-gpu-out}; mkdir -p "$OUT"
-PY=${PYTHON:-python}
-# GPU nodes lack pytest/pyyaml: a copy may travel in .device/harness_py (git-ignored)
-[ -d .device/harness_py ] && export PYTHONPATH="$PWD/.device/harness_py:$PWD:${PYTHONPATH:-}"
-export KERNELMINE_CACHE=${KERNELMINE_CACHE:-$OUT/cache}
-nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
-$PY -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))" | tee -a "$OUT/gpu.txt"
+PY=${PYTHON:-python3}
+# GPU nodes may lack pytest/pyyaml: a copy may travel in .device/harness_py (git-ignored)
+[ -d .device/harness_py ] && export PYTHONPATH="$PWD/.device/harness_py:${PYTHONPATH:-}"
+export PYTHONPATH="$PWD:${PYTHONPATH:-}"
+export KERNELMINE_CACHE=${KERNELMINE_CACHE:-$(mktemp -d /tmp/km-cache-XXXX)}   # fresh: builds are measured
+T0=$(date +%s)
+if [ "${DRY:-0}" = 1 ]; then BENCH_ARGS=${BENCH_ARGS:---device cpu --cv-reps 2 --timed-calls 10}; fi
+{ nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv 2>&1 || true; nproc; } > "$OUT/gpu.txt"
+$PY -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available() and torch.cuda.get_device_name(0))" >> "$OUT/gpu.txt" 2>&1
 rc=0
 if [ "${TESTS:-1}" = 1 ]; then
-  $PY -m pytest -q -s -p no:cacheprovider tests/test_harness_gpu.py 2>&1 | tee "$OUT/test_harness_gpu.log" || rc=1
+  # SIGTERM first: the bench then kills its workers; workers also die with their parent (pdeathsig)
+  timeout --foreground -k 15 ${TEST_LIMIT_S:-120} $PY -m pytest -q -s -p no:cacheprovider tests/test_harness_gpu.py \
+    > "$OUT/test_harness_gpu.log" 2>&1 || rc=1
+  echo "tests: $(tail -1 "$OUT/test_harness_gpu.log") [$(( $(date +%s) - T0 )) s]" | tee -a "$OUT/summary.txt"
 fi
 if [ "${BENCH:-1}" = 1 ]; then
-  $PY bench/harness_throughput.py ${BENCH_ARGS:-} 2>&1 | tee "$OUT/harness_throughput.log" || rc=1
+  # whatever the tests left of the TOTAL_S budget (the harness table prints first; CV prints last)
+  left=$(( ${TOTAL_S:-345} - ($(date +%s) - T0) - 20 ))
+  timeout --foreground -k 15 ${BENCH_LIMIT_S:-$left} $PY bench/harness_throughput.py ${BENCH_ARGS:-} \
+    > "$OUT/harness_throughput.log" 2>&1 || rc=1
+  { echo "bench [$(( $(date +%s) - T0 )) s]:"; grep -v '^\[' "$OUT/harness_throughput.log" | tail -30; } | tee -a "$OUT/summary.txt"
 fi
 exit $rc

@@ -7,7 +7,7 @@ import torch
 
 from rewards.harness import HarnessConfig
 from rewards.harness.compare import compare, zeros_would_pass
-from rewards.harness.kernels import declared_kernels, summarize_trace
+from rewards.harness.kernels import declared_kernels, summarize_events, summarize_trace
 from rewards.harness.sandbox import scrubbed_env
 
 TOL = {"float32": 1e-4}
@@ -77,3 +77,59 @@ def test_trace_summary_classifies_kernels_and_streams(tmp_path):
     assert s["candidate_kernel_share"] == pytest.approx(130 / 200)
     assert s["side_stream"] is True and s["streams"] == [7, 13]
     assert s["launches_per_call"] == 3 and s["memcpy"]["h2d_bytes"] == 400
+
+
+def _k(name, ts, dur, stream):
+    return {"cat": "kernel", "name": name, "ts": ts, "dur": dur, "args": {"stream": stream}}
+
+
+def _bracketed(side_kernels, joined, calls=2, timed=7):
+    """A profiled trace: per call, marker / work on the timed stream / marker, then a device sync.
+    ``joined``: the timed stream waited for the side kernels before its closing marker."""
+    ev = []
+    for c in range(calls):
+        t = 1000.0 * c
+        ev += [_k("spin_kernel(long)", t, 2, timed), _k("void my_gelu(float*)", t + 5, 20, timed)]
+        ev += [_k(n, t + a, d, s) for n, a, d, s in side_kernels]
+        end = max([t + 27] + [t + a + d for _, a, d, _ in side_kernels if joined])
+        ev.append(_k("spin_kernel(long)", end, 2, timed))
+    return ev
+
+
+def test_python_side_stream_left_unjoined_is_hidden_work():
+    # torch.cuda.Stream() inside forward, work launched there and never waited for: the closing
+    # marker on the timed stream runs while the side kernel still runs
+    s = summarize_events(_bracketed([("hidden_gelu(float*)", 6, 300, 13)], joined=False), ["my_gelu", "hidden_gelu"], calls=2)
+    assert s["side_stream"] is True and s["timed_stream"] == 7
+    assert s["hidden_kernels"] == ["hidden_gelu"] and s["hidden_us"] == pytest.approx(300)
+    assert s["streams"] == [7, 13] and s["side_streams_joined"] is False
+
+
+def test_side_stream_joined_back_is_not_hidden():
+    # current_stream().wait_stream(side): the closing marker waits for the side kernel
+    s = summarize_events(_bracketed([("joined_gelu(float*)", 6, 300, 13)], joined=True), ["my_gelu", "joined_gelu"], calls=2)
+    assert s["side_stream"] is False and s["hidden_kernels"] == [] and s["hidden_us"] == 0
+    assert s["side_streams_joined"] is True
+
+
+def test_no_side_stream_on_a_single_stream_candidate():
+    s = summarize_events(_bracketed([], joined=False), ["my_gelu"], calls=2)
+    assert s["side_stream"] is False and s["streams"] == [7] and s["side_streams_joined"] is False
+    assert s["launches_per_call"] == 1 and s["candidate_kernel_share"] == 1.0
+
+
+def test_fast_build_rewrites():
+    from rewards.harness.buildcache import lighten
+
+    raw = "#include <torch/extension.h>\n__global__ void k(float* x) {}\nvoid launch(float* x, cudaStream_t s) { k<<<1, 1, 0, s>>>(x); }"
+    args = {"name": "m", "cpp_sources": ["void launch(float*, cudaStream_t);"], "cuda_sources": [raw]}
+    light, kind = lighten(args)
+    assert kind == "torch_free_cuda" and light["no_implicit_headers"] is True
+    assert light["cpp_sources"][0] == "#include <torch/extension.h>"  # bindings still get torch
+    assert "torch" not in "".join(light["cuda_sources"]) and "cuda_runtime.h" in light["cuda_sources"][0]
+    uses = {**args, "cuda_sources": [raw + "\ntorch::Tensor f(torch::Tensor x) { return x; }"]}
+    light, kind = lighten(uses)
+    assert kind == "no_extension_h" and "no_implicit_headers" not in light
+    assert "#include <torch/extension.h>" not in light["cuda_sources"][0]
+    assert lighten({**args, "cpp_sources": []}) == ({**args, "cpp_sources": []}, None)  # bindings in .cu
+    assert lighten({**args, "no_implicit_headers": True})[1] is None  # the candidate manages headers

@@ -55,6 +55,18 @@ def test_legit_cpp_candidate_passes_with_timing(first):
     assert first.evidence["ref_near_zero"] is False and first.evidence["spot_check_failed"] is False
 
 
+def test_phase_times_say_where_the_time_went(first):
+    ph = first.evidence["phases_s"]
+    assert {"queue", "build", "ref_wait", "slot_wait", "start", "load", "trials", "time", "total"} <= set(ph)
+    assert ph["build"] >= first.build_s and ph["total"] >= ph["build"] + ph["trials"] + ph["time"]
+
+
+def test_reference_is_prepared_once_per_task(ev, task, first):
+    more = [ev.submit(task, multi("legit")) for _ in range(3)]  # queued together, one task
+    assert all(f.result().status == "ok" for f in more)
+    assert [t["task"] for t in ev.task_timings].count(task.id) == 1
+
+
 def test_rebuild_hits_cache(ev, task, first):
     again = ev.submit(task, multi("legit")).result()
     assert again.status == "ok" and again.cache_hit is True

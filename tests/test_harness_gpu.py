@@ -11,8 +11,9 @@ CANDS = Path(__file__).parent / "candidates"
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
 
-def cuda_cand(mode: int) -> str:
-    return (CANDS / "cuda_gelu.py").read_text().replace("#define MODE 0", f"#define MODE {mode}")
+def cuda_cand(mode: int, py_stream: str = "none") -> str:
+    return (CANDS / "cuda_gelu.py").read_text().replace("#define MODE 0", f"#define MODE {mode}").replace(
+        'PY_STREAM = "none"', f"PY_STREAM = {py_stream!r}")
 
 
 @pytest.fixture(scope="module")
@@ -20,12 +21,14 @@ def results(tmp_path_factory):
     task = load_file(CANDS / "tiny_task.py")
     cfg = {"device": "cuda", "cache_dir": str(tmp_path_factory.mktemp("kmcache")), "compile_baseline": False}
     with Evaluator(cfg) as ev:
-        futs = {m: ev.submit(task, cuda_cand(m)) for m in (0, 1, 2)}  # builds overlap in the pool
-        out = {m: f.result() for m, f in futs.items()}
-        out["after_crash"] = ev.submit(task, cuda_cand(0)).result()
+        futs = {m: ev.submit(task, cuda_cand(m, "unjoined" if m == 3 else "none")) for m in (0, 1, 2, 3)}
+        out = {m: f.result() for m, f in futs.items()}  # the builds overlapped in the pool
+        later = {"after_crash": ev.submit(task, cuda_cand(0)), "joined": ev.submit(task, cuda_cand(0, "joined"))}
+        out.update({k: f.result() for k, f in later.items()})
     for k, r in out.items():
         print(k, r.status, r.build_s, r.cache_hit, r.runtime_us, r.error, {x: r.evidence.get(x) for x in (
-            "event_us", "wall_us", "timer_ratio", "side_stream", "candidate_kernel_share", "launches_per_call")})
+            "event_us", "wall_us", "timer_ratio", "side_stream", "streams", "hidden_kernels", "candidate_kernel_share",
+            "launches_per_call", "phases_s", "fast_build")})
     return out
 
 
@@ -61,3 +64,24 @@ def test_illegal_memory_access_crashes_and_next_candidate_is_fine(results):
     assert results[2].status == "crashed" and results[2].evidence["worker_restarts"] == 1
     after = results["after_crash"]
     assert after.status == "ok" and after.correct and after.cache_hit
+
+
+def test_python_side_stream_is_flagged_by_the_profiler(results):
+    r = results[3]  # torch.cuda.Stream() in forward, work launched there, never waited for
+    assert r.status == "ok", r.error
+    assert r.evidence["side_stream"] is True and "gelu_fwd_kernel" in r.evidence["hidden_kernels"]
+    assert r.evidence["timed_stream"] not in r.evidence["streams"]  # the GEMM went there too
+    assert r.evidence["timer_disagreement"] is True  # ~1 ms of spin escaped the events
+
+
+def test_side_stream_joined_back_is_not_flagged(results):
+    r = results["joined"]
+    assert r.status == "ok" and r.cache_hit, r.error
+    assert r.evidence["side_stream"] is False and r.evidence["side_streams_joined"] is True
+    assert r.evidence["timer_disagreement"] is False
+
+
+def test_phase_times_are_recorded(results):
+    ph = results[0].evidence["phases_s"]
+    assert {"queue", "build", "ref_wait", "slot_wait", "load", "trials", "time", "profile", "total"} <= set(ph)
+    assert ph["build"] >= results[0].build_s and ph["total"] >= ph["build"] + ph["time"]

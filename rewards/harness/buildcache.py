@@ -9,8 +9,12 @@ Build-time cuts (GPU, ``fast_build``): ``#include <torch/extension.h>`` in CUDA 
 replaced by nothing when the C++ sources carry the bindings (load_inline already prepends
 ``torch/types.h``; extension.h drags pybind11 and Python headers into nvcc, the measured
 critical path: 64 s vs 36 s on the H200), and a single target arch is compiled
-(TORCH_CUDA_ARCH_LIST set by the harness). If the rewritten source fails to build, the
-original is built instead, so the rewrite can only save time, never break a candidate.
+(TORCH_CUDA_ARCH_LIST set by the harness). When the CUDA sources do not use torch at all
+(raw-pointer kernels and launchers, the tensors handled in the C++ sources), they are built
+with ``no_implicit_headers`` and only cuda.h/cuda_runtime.h, so nvcc never parses the torch
+headers (torch/extension.h still goes to the C++ binding sources). If the rewritten source
+fails to build, the original is built instead, so a rewrite can only save time, never break
+a candidate; the record says which rewrite ran (``fast_build``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ import torch.utils.cpp_extension as ce
 
 _ORIG = ce.load_inline
 _EXT_H = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<torch/extension\.h>[ \t]*$", re.M)
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)  # strings stay: an #include "torch/..." must count
+# anything that needs the torch headers in a CUDA translation unit
+_USES_TORCH = re.compile(r"\b(?:torch|at|c10|pybind11|TORCH_\w+|AT_\w+|C10_\w+|PYBIND11_\w+|Py\w+)\b"
+                         r"|#\s*include\s*[<\"](?:torch|ATen|c10|pybind11|Python)")
+_HAS_NO_IMPLICIT = "no_implicit_headers" in inspect.signature(_ORIG).parameters
 MARKER = ".km_done"
 
 # filled by the worker: what each load_inline call did (build_s, cache_hit, sources)
@@ -63,21 +72,35 @@ def build_key(args: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def lighten(args: dict) -> dict:
-    """The fast-build rewrite of a call's arguments (see module docstring)."""
+def uses_torch(cuda_source: str) -> bool:
+    """
+    >>> uses_torch('__global__ void k(float* x) {}  // torch::Tensor in a comment')
+    False
+    >>> uses_torch('torch::Tensor f(torch::Tensor x);'), uses_torch('#include <ATen/cuda/CUDAContext.h>')
+    (True, True)
+    """
+    return bool(_USES_TORCH.search(_COMMENTS.sub(" ", cuda_source)))
+
+
+def lighten(args: dict) -> tuple[dict, str | None]:
+    """The fast-build rewrite of a call's arguments and its name (see module docstring)."""
     cuda = _as_list(args.get("cuda_sources"))
     cpp = _as_list(args.get("cpp_sources"))
-    if not cuda or not cpp or any("PYBIND11_MODULE" in s for s in cuda):
-        return args
+    if not cuda or not cpp or args.get("no_implicit_headers") or any("PYBIND11_MODULE" in s for s in cuda):
+        return args, None
     new = [_EXT_H.sub("", s) for s in cuda]
-    return args if new == cuda else {**args, "cuda_sources": new}
+    if _HAS_NO_IMPLICIT and not any(uses_torch(s) for s in new):
+        return {**args, "no_implicit_headers": True,
+                "cpp_sources": ["#include <torch/extension.h>", *cpp],
+                "cuda_sources": ["#include <cuda.h>\n#include <cuda_runtime.h>", *new]}, "torch_free_cuda"
+    return (args, None) if new == cuda else ({**args, "cuda_sources": new}, "no_extension_h")
 
 
-def _load(args: dict, root: str):
+def _load(args: dict, root: str, fast: str | None = None):
     key = build_key(args)
     bdir = os.path.join(root, key)
     rec = {"name": args["name"], "key": key, "cuda_sources": _as_list(args.get("cuda_sources")),
-           "cpp_sources": _as_list(args.get("cpp_sources"))}
+           "cpp_sources": _as_list(args.get("cpp_sources")), "fast_build": fast}
     t0 = time.perf_counter()
     if os.path.exists(os.path.join(bdir, MARKER)):
         try:
@@ -104,14 +127,15 @@ def install(cache_root: str, fast_build: bool) -> None:
         bound = sig.bind(*a, **kw)
         bound.apply_defaults()
         args = dict(bound.arguments)
+        fast = None
         if fast_build:
-            light = lighten(args)
-            if light is not args:
+            light, fast = lighten(args)
+            if fast is not None:
                 try:
-                    return _load(light, root)
+                    return _load(light, root, fast)
                 except Exception:  # noqa: BLE001 - fall back to the candidate's own source
-                    pass
-        return _load(args, root)
+                    fast = f"fallback:{fast}"
+        return _load(args, root, fast)
 
     load_inline.__wrapped__ = _ORIG
     ce.load_inline = load_inline

@@ -80,7 +80,10 @@ class HarnessConfig:
         return "cuda" if torch.cuda.is_available() else "cpu"
 
     def n_build_workers(self) -> int:
-        return (os.cpu_count() or 1) if self.build_workers == "auto" else int(self.build_workers)
+        """auto: builds x ninja jobs ~ cores (more only delays every build, and the GPU waits)."""
+        if self.build_workers == "auto":
+            return max(1, (os.cpu_count() or 1) // max(1, int(self.build_max_jobs)))
+        return int(self.build_workers)
 
     def n_exec_workers(self, device: str) -> int:
         if device != "cuda":

@@ -1,11 +1,16 @@
 """Evaluator: build pool, execution workers, reference worker; one EvalResult per candidate.
 
-Flow of one candidate: (1) a fresh build worker imports it so that its load_inline calls
-build into the content-hash cache (pool sized to the CPU cores, no GPU visible); (2) the
-task's reference inputs, outputs and baselines come from the reference worker, once per task;
-(3) a fresh execution worker (pre-spawned, one slot per GPU) loads the cached build, runs the
-trials, the timed calls and one profile, phase by phase under wall-clock limits; the parent
-compares the outputs. A worker that dies or overruns is killed and the slot gets a new one.
+A candidate moves through three stages, each with its own pool, so that they overlap:
+(1) build: a fresh build worker (pre-spawned, no GPU visible) imports the candidate so that
+its load_inline calls build into the content-hash cache; the pool is sized so that builds x
+ninja jobs ~ CPU cores (oversubscribing only delays every build's finish, and the GPU waits
+on the first). (2) reference: inputs, outputs and baselines of the task come from the one
+reference worker, once per task, started at submit time so it overlaps the builds; it holds
+the GPU only while it runs or times the reference, not while torch.compile compiles.
+(3) execution: once both are ready, a pre-spawned execution worker (one slot per GPU) loads the
+cached build, runs the trials, the timed calls and one profile under wall-clock limits; the
+parent compares the outputs. A worker that dies or overruns is killed and the slot gets a new
+one. Per-phase wall times go into ``evidence["phases_s"]`` (see README, "Evidence keys").
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import concurrent.futures as cf
 import os
 import queue
 import re
+import signal
 import threading
+import time
 from typing import Any
 
 import torch
@@ -74,11 +81,14 @@ class _Slot:
 
     def __init__(self, ev: Evaluator, index: int, gpu: str | None):
         self.ev, self.index, self.gpu = ev, index, gpu
-        self.lock = threading.Lock()  # serialises all timing on this device
+        self.lock = threading.Lock()  # whoever runs work on this device holds it (timings stay clean)
         self.spare: Worker | None = None
 
     def take(self) -> Worker:
-        w = self.spare if self.spare is not None and self.spare.alive() else self.ev._spawn("candidate", self.gpu)
+        if self.spare is not None and not self.spare.alive():
+            self.ev._drop(self.spare)
+            self.spare = None
+        w = self.spare or self.ev._spawn("candidate", self.gpu)
         self.spare = self.ev._spawn("candidate", self.gpu)  # warms up while this one works
         return w
 
@@ -89,9 +99,14 @@ class Evaluator:
         self.device = self.cfg.resolved_device()
         self.cache = self.cfg.cache_path
         self.arch = None if self.cfg.cuda_arch == "auto" else self.cfg.cuda_arch
-        self._ctx: dict[Any, dict] = {}
+        self._ctx: dict[Any, cf.Future] = {}
         self._ctx_lock = threading.Lock()
-        self._ref_lock = threading.Lock()
+        self._pending: set[cf.Future] = set()
+        self._pending_lock = threading.Lock()
+        self._workers: set[Worker] = set()  # every live worker, so an interrupted run leaves none
+        self._wlock = threading.Lock()
+        self._closing = False
+        self.task_timings: list[dict] = []  # per task: reference prepare / compile / baseline seconds
         self.info: dict = {}
 
     # -- lifecycle ---------------------------------------------------------------
@@ -108,19 +123,123 @@ class Evaluator:
         for s in self._all_slots:
             s.spare = self._spawn("candidate", s.gpu)
             self._slots.put(s)
-        self._build_sem = threading.Semaphore(self.cfg.n_build_workers())
-        self._pool = cf.ThreadPoolExecutor(self.cfg.n_build_workers() + n_exec + 1, thread_name_prefix="km-eval")
+        self.n_build = self.cfg.n_build_workers()
+        self._build_spares: queue.Queue[Worker] = queue.Queue()
+        self._build_pool = cf.ThreadPoolExecutor(self.n_build, thread_name_prefix="km-build")
+        self._ref_pool = cf.ThreadPoolExecutor(1, thread_name_prefix="km-ref")  # one reference worker
+        self._exec_pool = cf.ThreadPoolExecutor(n_exec, thread_name_prefix="km-exec")
         return self
 
-    def __exit__(self, *exc) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        for s in self._all_slots:
-            if s.spare is not None:
-                s.spare.cleanup()
-        self._ref.cleanup()
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:  # normal end: let queued candidates finish
+            with self._pending_lock:
+                pending = list(self._pending)
+            cf.wait(pending)
+        else:  # interrupted (Ctrl-C, a timeout): kill every worker now, running ones included
+            self._closing = True  # no new stage or worker starts from here on
+            for p in (self._build_pool, self._ref_pool, self._exec_pool):
+                p.shutdown(wait=False, cancel_futures=True)
+            main = threading.current_thread() is threading.main_thread()
+            sigs = (signal.SIGINT, signal.SIGTERM) if main else ()
+            old = {s: signal.signal(s, signal.SIG_IGN) for s in sigs}  # a 2nd signal must not strand them
+            try:
+                for w in self._live():
+                    w.kill()
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
+        for p in (self._build_pool, self._ref_pool, self._exec_pool):
+            p.shutdown(wait=True, cancel_futures=True)
+        for w in self._live():
+            self._drop(w)
+        with self._pending_lock:
+            pending = list(self._pending)
+        for f in pending:  # stages cancelled by the interrupt: their callers must not wait forever
+            if not f.done():
+                f.set_exception(RuntimeError("the evaluator was shut down before this candidate ran"))
 
     def submit(self, task: Any, candidate_source: str) -> cf.Future:
-        return self._pool.submit(self._evaluate, task, candidate_source)
+        """Queue one candidate; the future's result is its EvalResult (never an exception for
+        anything the candidate does)."""
+        fut: cf.Future = cf.Future()
+        fut.set_running_or_notify_cancel()
+        with self._pending_lock:
+            self._pending.add(fut)
+        fut.add_done_callback(self._forget)
+        t0 = time.perf_counter()
+        ctx = self._context_future(task)  # the reference starts now, overlapping the build
+        self._build_pool.submit(self._guard, fut, self._stage_build, task, candidate_source, ctx, fut, t0)
+        return fut
+
+    def build(self, candidate_source: str, fast_build: bool | None = None) -> EvalResult:
+        """Build only (fills the cache): status ``compile_error``/``timeout``, else ``invalid``
+        with ``compiled`` True; ``build_s`` and ``cache_hit`` as in a full evaluation."""
+        r = self._new_result()
+        self._build(candidate_source, r, r.evidence, self.cfg.fast_build if fast_build is None else fast_build)
+        return r
+
+    # -- stages ------------------------------------------------------------------
+    def _forget(self, fut: cf.Future) -> None:
+        with self._pending_lock:
+            self._pending.discard(fut)
+
+    def _guard(self, fut: cf.Future, fn, *args) -> None:
+        try:
+            if self._closing:
+                raise RuntimeError("the evaluator was shut down before this candidate ran")
+            fn(*args)
+        except BaseException as e:  # noqa: BLE001 - a harness bug must reach the caller, not hang it
+            if not fut.done():
+                fut.set_exception(e)
+
+    def _new_result(self) -> EvalResult:
+        r = EvalResult(status="invalid", device=self.device, gpu=self.info.get("gpu"),
+                       torch=torch.__version__, cuda=torch.version.cuda)
+        r.evidence = {"worker_restarts": 0, "phases_s": {}}
+        return r
+
+    def _stage_build(self, task: Any, src: str, ctx: cf.Future, fut: cf.Future, t0: float) -> None:
+        r = self._new_result()
+        ph = r.evidence["phases_s"]
+        ph["queue"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        ok = self._build(src, r, r.evidence, self.cfg.fast_build)
+        ph["build"] = time.perf_counter() - t1
+        if not ok:
+            fut.set_result(self._finish(r, t0))
+            return
+        t2 = time.perf_counter()
+
+        def ready(_):
+            ph["ref_wait"] = time.perf_counter() - t2
+            self._exec_pool.submit(self._guard, fut, self._stage_exec, task, src, ctx, r, fut, t0)
+        ctx.add_done_callback(ready)
+
+    def _stage_exec(self, task: Any, src: str, ctxf: cf.Future, r: EvalResult, fut: cf.Future, t0: float) -> None:
+        ev, ph = r.evidence, r.evidence["phases_s"]
+        try:
+            ctx = ctxf.result()
+        except (WorkerRaised, WorkerDied, PhaseTimeout) as e:  # the reference failed: not the candidate's fault
+            r.status, r.error = "invalid", f"reference failed: {e}"
+            fut.set_result(self._finish(r, t0))
+            return
+        self._fill_ref(ctx, r, ev)
+        t1 = time.perf_counter()
+        slot = self._slots.get()
+        try:
+            with slot.lock:
+                ph["slot_wait"] = time.perf_counter() - t1
+                self._execute(slot, src, ctx, r, ev)
+        finally:
+            self._slots.put(slot)
+        fut.set_result(self._finish(r, t0))
+
+    @staticmethod
+    def _finish(r: EvalResult, t0: float) -> EvalResult:
+        ph = r.evidence["phases_s"]
+        ph["total"] = time.perf_counter() - t0
+        r.evidence["phases_s"] = {k: round(v, 3) for k, v in ph.items()}
+        return r
 
     # -- helpers -----------------------------------------------------------------
     def _visible_gpus(self) -> list[str]:
@@ -130,45 +249,98 @@ class Evaluator:
         return [str(i) for i in range(max(1, torch.cuda.device_count()))]
 
     def _spawn(self, role: str, gpu: str | None) -> Worker:
+        if self._closing:
+            raise RuntimeError("the evaluator is shutting down")
         env = {"KM_DEVICE": self.device, "MAX_JOBS": str(self.cfg.build_max_jobs),
                "TORCH_EXTENSIONS_DIR": os.path.join(self.cache, "ext"),
                "CUDA_VISIBLE_DEVICES": "" if (role == "build" or gpu is None) else gpu}
         if self.arch:
             env["TORCH_CUDA_ARCH_LIST"] = self.arch
-        return Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace)
+        w = Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace)
+        with self._wlock:
+            self._workers.add(w)
+        return w
 
-    def _task_context(self, task: Any) -> dict:
+    def _live(self) -> list[Worker]:
+        with self._wlock:
+            return list(self._workers)
+
+    def _drop(self, w: Worker) -> None:
+        w.cleanup()
+        with self._wlock:
+            self._workers.discard(w)
+
+    def _take_build_worker(self) -> Worker:
+        """A warm build worker (torch already imported) and a replacement warming up."""
+        w = None
+        while w is None and not self._build_spares.empty():
+            try:
+                w = self._build_spares.get_nowait()
+            except queue.Empty:
+                break
+            if not w.alive():
+                self._drop(w)
+                w = None
+        w = w or self._spawn("build", None)
+        if self._build_spares.qsize() < self.n_build:
+            self._build_spares.put(self._spawn("build", None))
+        return w
+
+    def _context_future(self, task: Any) -> cf.Future:
         ov = self.cfg.overrides_for(task, self.device)
         k = (task.hash, repr(sorted(ov.items())))
         with self._ctx_lock:
-            if k in self._ctx:
-                return self._ctx[k]
-        c = self.cfg
-        with self._ref_lock, self._all_slots[0].lock:
+            if k not in self._ctx:
+                self._ctx[k] = self._ref_pool.submit(self._task_context, task, ov)
+            return self._ctx[k]
+
+    def _task_context(self, task: Any, ov: dict) -> dict:
+        """Runs on the reference thread, once per (task, shapes)."""
+        c, gpu_lock = self.cfg, self._all_slots[0].lock
+        tt = {"task": getattr(task, "id", task.hash), "prepare_s": 0.0, "compile_s": 0.0, "baseline_s": 0.0}
+        t0 = time.perf_counter()
+        if not self._ref.alive():  # a reference that crashed or hung on an earlier task
+            self._drop(self._ref)
+            self._ref = self._spawn("reference", self._all_slots[0].gpu)
+            ask(self._ref, None, c.timeouts_s.get("start", 120))
+        with gpu_lock:
             ctx = ask(self._ref, {"op": "prepare", "task_source": task.source, "overrides": ov,
                                   "seed": c.seed, "device": self.device,
                                   "trial_seeds": [c.seed + 1 + i for i in range(c.trials)],
                                   "set_seeds": [c.seed + 1001 + i for i in range(c.input_sets)]},
                       c.timeouts_s["baseline"])
-            ctx["overrides"], ctx["task_source"] = ov, task.source
-            ctx["baseline"] = {}
-            if c.baselines:
-                bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls)
-                base = baselines.load(bk, self.cache)
-                if base is None or (self._system_job(ctx["dtype"]) and "ref_system_profile" not in base):
+        tt["prepare_s"] = time.perf_counter() - t0
+        ctx["overrides"], ctx["task_source"] = ov, task.source
+        ctx["baseline"] = {}
+        if c.baselines:
+            bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls)
+            base = baselines.load(bk, self.cache)
+            if base is None or (self._system_job(ctx["dtype"]) and "ref_system_profile" not in base):
+                compile_err = None
+                if c.compile_baseline and self.device == "cuda":
+                    # compilation is CPU work (up to minutes): it does not hold the GPU; its first
+                    # calls (autotuning, milliseconds of GPU) may overlap a candidate's timed
+                    # calls, whose median absorbs them
+                    t1 = time.perf_counter()
+                    compile_err = ask(self._ref, {"op": "compile", "warmup": c.warmup},
+                                      c.timeouts_s["baseline"]).get("compile_error")
+                    tt["compile_s"] = time.perf_counter() - t1
+                t1 = time.perf_counter()
+                with gpu_lock:
                     base = ask(self._ref, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls,
                                            "l2_flush_mb": c.l2_flush_mb, "profile": c.profile,
-                                           "compile": c.compile_baseline and self.device == "cuda",
                                            "system": self._system_job(ctx["dtype"]),
                                            "profile_calls": c.profiling["system"]["reference_calls"]},
                                c.timeouts_s["baseline"])
                     self._ncu(base, "ref_system_profile", "ref_kernel_profile", "reference",
                               {"task_source": task.source, "overrides": ov}, ctx["dtype"], self._all_slots[0].gpu)
-                    base.update(device=self.device, gpu=self.info.get("gpu"), overrides=ov, task_hash=task.hash)
-                    baselines.store(bk, base, self.cache)
-                ctx["baseline"] = base
-        with self._ctx_lock:
-            self._ctx[k] = ctx
+                tt["baseline_s"] = time.perf_counter() - t1
+                if compile_err:
+                    base["compile_error"] = compile_err
+                base.update(device=self.device, gpu=self.info.get("gpu"), overrides=ov, task_hash=task.hash)
+                baselines.store(bk, base, self.cache)
+            ctx["baseline"] = base
+        self.task_timings.append({k: round(v, 3) if isinstance(v, float) else v for k, v in tt.items()})
         return ctx
 
     def reference_profile(self, task: Any) -> dict:
@@ -206,43 +378,24 @@ class Evaluator:
                                        self.cache, self.info.get("gpu"))
 
     # -- one candidate ------------------------------------------------------------
-    def _evaluate(self, task: Any, src: str) -> EvalResult:
-        r = EvalResult(status="invalid", device=self.device, gpu=self.info.get("gpu"),
-                       torch=torch.__version__, cuda=torch.version.cuda)
-        ev: dict = {"worker_restarts": 0}
-        r.evidence = ev
+    def _build(self, src: str, r: EvalResult, ev: dict, fast_build: bool) -> bool:
+        w = self._take_build_worker()
         try:
-            if not self._build(src, r, ev):
-                return r
-            ctx = self._task_context(task)
-            self._fill_ref(ctx, r, ev)
-            slot = self._slots.get()
-            try:
-                with slot.lock:
-                    self._execute(slot, src, ctx, r, ev)
-            finally:
-                self._slots.put(slot)
-        except WorkerRaised as e:  # the reference itself failed: not the candidate's fault
-            r.status, r.error = "invalid", f"reference failed: {e}"
-        return r
-
-    def _build(self, src: str, r: EvalResult, ev: dict) -> bool:
-        with self._build_sem:
-            w = self._spawn("build", None)
-            try:
-                ask(w, None, self.cfg.timeouts_s.get("start", 120))
-                b = ask(w, {"op": "build", "source": src, "cache_root": self.cache,
-                            "fast_build": self.cfg.fast_build}, self.cfg.timeouts_s["build"])
-            except PhaseTimeout:
-                r.status, r.error, r.log_tail = "timeout", "build exceeded its time limit", w.log_tail()
-                return False
-            except (WorkerDied, WorkerRaised) as e:
-                r.status, r.error, r.log_tail = "compile_error", f"the build worker failed ({e})", w.log_tail()
-                return False
-            finally:
-                log = w.log_tail(20000)
-                w.cleanup()
+            ask(w, None, self.cfg.timeouts_s.get("start", 120))
+            b = ask(w, {"op": "build", "source": src, "cache_root": self.cache,
+                        "fast_build": fast_build}, self.cfg.timeouts_s["build"])
+        except PhaseTimeout:
+            r.status, r.error, r.log_tail = "timeout", "build exceeded its time limit", w.log_tail()
+            return False
+        except (WorkerDied, WorkerRaised) as e:
+            r.status, r.error, r.log_tail = "compile_error", f"the build worker failed ({e})", w.log_tail()
+            return False
+        finally:
+            log = w.log_tail(20000)
+            self._drop(w)
         r.build_s, r.cache_hit = round(b["build_s"], 3), b["cache_hit"]
+        if b.get("fast_build"):
+            ev["fast_build"] = b["fast_build"]
         if not b["ok"]:
             msg = b.get("message", "")
             line = _first_error_line(msg) or _first_error_line(log) or b["error"]
@@ -267,36 +420,49 @@ class Evaluator:
                 ev[k] = base[k]
 
     def _execute(self, slot: _Slot, src: str, ctx: dict, r: EvalResult, ev: dict) -> None:
-        c, t = self.cfg, self.cfg.timeouts_s
+        c, t, ph = self.cfg, self.cfg.timeouts_s, ev["phases_s"]
         w = slot.take()
         phase = "start"
+
+        def timed(name: str, job: dict | None, limit: float) -> dict:
+            t0 = time.perf_counter()
+            try:
+                return ask(w, job, limit)
+            finally:  # parent wall per phase; worker_s below says how much was the worker's own
+                ph[name] = time.perf_counter() - t0
         try:
-            ask(w, None, t.get("start", 120))
+            timed("start", None, t.get("start", 120))
             phase = "correctness"
             job = {"op": "load", "source": src, "task_source": ctx["task_source"]}
             job.update(overrides=ctx["overrides"], seed=c.seed, device=self.device,
                        copy_params=c.copy_params, cache_root=self.cache, fast_build=c.fast_build)
             try:
-                ask(w, job, t["correctness"])
+                timed("load", job, t["correctness"])
             except WorkerRaised as e:
                 r.status = "invalid" if "defines no `ModelNew`" in str(e) else "runtime_error"
                 r.error = str(e)
                 return
-            res = ask(w, {"op": "trials", "sets": [xs for xs, _ in ctx["trials"]]}, t["correctness"])
+            res = timed("trials", {"op": "trials", "sets": [xs for xs, _ in ctx["trials"]]}, t["correctness"])
+            ph["trials_worker"] = res.get("op_s", 0.0)
             if not self._judge(res["trials"], ctx, r, ev):
                 return
             phase = "timing"
-            tr = ask(w, {"op": "time", "sets": [xs for xs, _ in ctx["sets"]], "warmup": c.warmup,
-                         "calls": c.timed_calls, "l2_flush_mb": c.l2_flush_mb, "spot_checks": c.spot_checks},
-                     t["timing"])
+            tr = timed("time", {"op": "time", "sets": [xs for xs, _ in ctx["sets"]], "warmup": c.warmup,
+                                "calls": c.timed_calls, "l2_flush_mb": c.l2_flush_mb,
+                                "spot_checks": c.spot_checks}, t["timing"])
+            ph["time_worker"] = tr.get("op_s", 0.0)
             self._timing(tr, ctx, r, ev)
             if self.device == "cuda" and c.profile and r.status == "ok":
                 phase = "profile"
-                ev.update(ask(w, {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
-                                  "system": self._system_job(ctx["dtype"])}, t["timing"]))
+                prof = timed("profile", {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
+                                         "system": self._system_job(ctx["dtype"])}, t["timing"])
+                prof.pop("op_s", None)
+                ev.update(prof)
+                t0 = time.perf_counter()
                 self._ncu(ev, "system_profile", "kernel_profile", "candidate",
                           {"task_source": ctx["task_source"], "overrides": ctx["overrides"],
                            "candidate_source": src}, ctx["dtype"], slot.gpu)
+                ph["ncu"] = time.perf_counter() - t0
         except PhaseTimeout as e:
             r.status, r.correct, r.error = "timeout", False, f"{phase} phase: {e}"
             ev["worker_restarts"] += 1
@@ -307,7 +473,7 @@ class Evaluator:
             r.status, r.correct, r.error = "runtime_error", False, f"{phase} phase: {e}"
         finally:
             r.log_tail = r.log_tail or w.log_tail()
-            w.cleanup()
+            self._drop(w)
 
     def _judge(self, trials: list, ctx: dict, r: EvalResult, ev: dict) -> bool:
         r.trials = len(trials)

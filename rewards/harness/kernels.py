@@ -15,6 +15,7 @@ from collections import defaultdict
 _TOKENS = re.compile(r"""//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|[A-Za-z_]\w*|\S""", re.S)
 _SKIP = {"__launch_bounds__", "__attribute__", "__declspec", "alignas"}
 MARKER_KERNEL = "spin_kernel"  # torch.cuda._sleep marks the timed stream in the trace
+JOIN_SLACK_US = 0.5  # clock granularity when a joined side stream ends as the timed one resumes
 
 
 def declared_kernels(sources: list[str]) -> list[str]:
@@ -56,7 +57,7 @@ def base_name(kernel: str) -> str:
     """
     s = kernel.strip()
     s = re.sub(r"^void\s+", "", s)
-    depth, cut = 0, len(s)
+    cut = len(s)
     for i, ch in enumerate(s):  # first '(' or '<' at top level ends the qualified name
         if ch in "(<":
             cut = i
@@ -64,10 +65,46 @@ def base_name(kernel: str) -> str:
     return s[:cut].split("::")[-1].strip()
 
 
+def hidden_work(events: list[dict]) -> tuple[int | None, list[dict]]:
+    """GPU work that escaped the timed stream: (timed stream, escaped kernels/copies).
+
+    The profiled loop brackets each forward with a marker kernel on the current (timed) stream
+    before and after it, then synchronizes the device. Work on another stream that started in
+    a call's bracket and ends after that call's closing marker began was not waited for by the
+    timed stream, so CUDA events there would not have covered it. A side stream joined back
+    (``current_stream().wait_stream(s)``, an event wait, a blocking stream against the legacy
+    default stream) makes the closing marker wait for it, so it is not reported.
+    """
+    marks = sorted((e for e in events if e.get("cat") == "kernel" and MARKER_KERNEL in e.get("name", "")),
+                   key=lambda e: float(e.get("ts", 0)))
+    if not marks:
+        return None, []
+    timed = (marks[0].get("args") or {}).get("stream")
+    pairs = [(float(marks[i]["ts"]), float(marks[i + 1]["ts"])) for i in range(0, len(marks) - 1, 2)]
+    hidden = []
+    for e in events:
+        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset") or MARKER_KERNEL in e.get("name", ""):
+            continue
+        if (e.get("args") or {}).get("stream") == timed:
+            continue
+        if len(marks) % 2:  # not bracketed (an older trace layout): any other stream counts
+            hidden.append(e)
+            continue
+        ts, end = float(e.get("ts", 0)), float(e.get("ts", 0)) + float(e.get("dur", 0))
+        call = [c for c in pairs if c[0] <= ts]
+        if call and end > call[-1][1] + JOIN_SLACK_US:
+            hidden.append(e)
+    return timed, hidden
+
+
 def summarize_trace(path: str, declared: list[str], calls: int) -> dict:
     """Evidence keys from a chrome trace of ``calls`` profiled forwards."""
     with open(path) as f:
         events = json.load(f).get("traceEvents", [])
+    return summarize_events(events, declared, calls)
+
+
+def summarize_events(events: list[dict], declared: list[str], calls: int) -> dict:
     kernels: dict[str, dict] = {}
     timed_streams, streams = set(), set()
     memcpy = defaultdict(float)
@@ -105,5 +142,10 @@ def summarize_trace(path: str, declared: list[str], calls: int) -> dict:
         "streams": sorted(s for s in streams if s is not None),
     }
     if timed_streams:
-        out["side_stream"] = bool(streams - timed_streams)
+        timed, hidden = hidden_work(events)
+        out["timed_stream"] = timed
+        out["side_stream"] = bool(hidden)  # work the timer's events did not wait for
+        out["hidden_kernels"] = sorted({base_name(e.get("name", "")) for e in hidden})
+        out["hidden_us"] = sum(float(e.get("dur", 0)) for e in hidden) / calls
+        out["side_streams_joined"] = bool(streams - timed_streams) and not hidden
     return out

@@ -8,10 +8,33 @@ a candidate's own constants are never consulted for the reference's shapes.
 from __future__ import annotations
 
 import ast
+import contextlib
 import types
+from collections.abc import Iterator
 from typing import Any
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+
+
+@contextlib.contextmanager
+def meta_device() -> Iterator[None]:
+    """``torch.device("meta")`` that redirects every factory function, whatever ran before.
+
+    torch caches its list of factory functions on first use
+    (``torch.utils._device._device_constructors``). When that first use happens inside
+    transformers' ``from_pretrained``, which swaps ``torch.linspace`` for a wrapper defaulting to
+    CPU, the real ``linspace`` stays out of the list for the life of the process, and a model
+    built later under ``torch.device("meta")`` gets CPU parameters from it ("Tensor on device
+    cpu is not on the expected device meta"). The list is rebuilt here first.
+    """
+    import torch
+    import torch.utils._device as device_mod
+
+    cached = getattr(device_mod, "_device_constructors", None)
+    if hasattr(cached, "cache_clear"):
+        cached.cache_clear()
+    with torch.device("meta"):
+        yield
 
 
 class ReferenceError_(ValueError):

@@ -55,10 +55,33 @@ def enter_network_namespace() -> str:
         return f"network namespace failed ({e})"
 
 
-def _no_core() -> None:
+def _child_setup() -> None:
+    """In the child before exec: no core dumps; on Linux, die with the orchestrator (SIGKILL
+    when the thread that spawned it exits), so a killed run leaves no worker on the GPU."""
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+def _kill_session(sid: int) -> None:
+    """SIGKILL every process of session ``sid`` (the worker is its leader), Linux /proc only."""
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid:  # after "pid (comm)": state ppid pgrp session ...
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
 
 
 class Worker:
@@ -76,7 +99,7 @@ class Worker:
             [sys.executable, "-m", "rewards.harness.worker", role, str(child.fileno())],
             cwd=self.scratch, env=scrubbed_env(extra), stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, pass_fds=(child.fileno(),), start_new_session=True,
-            preexec_fn=_no_core)
+            preexec_fn=_child_setup)
         log.close()
         child.close()
         self.conn = Connection(parent.detach())
@@ -109,6 +132,7 @@ class Worker:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 self.proc.kill()
+        _kill_session(self.proc.pid)  # ninja puts each compiler in its own process group
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -46,6 +46,7 @@ def _exec_candidate(source: str) -> types.ModuleType:
 def _build_summary() -> dict:
     recs = buildcache.RECORDS
     return {"builds": len(recs), "build_s": sum(r["build_s"] for r in recs),
+            "fast_build": sorted({r["fast_build"] for r in recs if r.get("fast_build")}),
             "cache_hit": bool(recs) and all(r["cache_hit"] for r in recs),
             "cuda_sources": [s for r in recs for s in r["cuda_sources"]]}
 
@@ -171,10 +172,11 @@ def profile_model(model, xs: list, calls: int, declared: list[str], system: dict
         model(*xs)
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for _ in range(calls):
-                torch.cuda._sleep(1000)  # marks the timed (current) stream in the trace
+            for _ in range(calls):  # markers bracket each call on the timed (current) stream
+                torch.cuda._sleep(1000)
                 model(*xs)
-            torch.cuda.synchronize()
+                torch.cuda._sleep(1000)  # starts when the timed stream has finished the call
+                torch.cuda.synchronize()  # nothing of this call spills into the next bracket
     path = os.path.join(os.getcwd(), "trace.json")
     prof.export_chrome_trace(path)
     out = kernels.summarize_trace(path, declared, calls)
@@ -214,15 +216,29 @@ class Reference:
         return {"trials": trials, "sets": sets, "ref_flops": float(fc.get_total_flops()),
                 "ref_bytes": float(nbytes(self.sets[0]) + nbytes(params) + nbytes(outs)), "dtype": dtype}
 
+    def compile(self, job: dict) -> dict:
+        """torch.compile and warm up (this is where compilation happens), before timing."""
+        try:
+            self.compiled = torch.compile(self.model)
+            with torch.no_grad():
+                for i in range(max(1, job["warmup"])):
+                    self.compiled(*self.sets[i % len(self.sets)])
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+            return {"compile_error": None}
+        except Exception as e:  # noqa: BLE001 - a baseline that cannot be compiled is absent
+            self.compiled = None
+            return {"compile_error": _err(e)}
+
     def baseline(self, job: dict) -> dict:
         t = lambda fn: timing.time_calls(fn, self.sets, self.device, job["warmup"], job["calls"], job["l2_flush_mb"])  # noqa: E731
         r = t(self.model)
         key = "event_us" if self.device == "cuda" else "wall_us"
         out = {"ref_runtime_us": timing.stats(r[key])["median"], "ref_compile_runtime_us": None}
-        if job["compile"]:
+        if getattr(self, "compiled", None) is not None:
             try:
-                out["ref_compile_runtime_us"] = timing.stats(t(torch.compile(self.model))[key])["median"]
-            except Exception as e:  # noqa: BLE001 - a baseline that cannot be compiled is absent
+                out["ref_compile_runtime_us"] = timing.stats(t(self.compiled)[key])["median"]
+            except Exception as e:  # noqa: BLE001
                 out["compile_error"] = _err(e)
         if self.device == "cuda" and job.get("profile"):
             p = profile_model(self.model, self.sets[0], job.get("profile_calls", 1), [], job.get("system"))
@@ -240,7 +256,7 @@ def main() -> None:
              "pid": os.getpid(), "gpu": None, "capability": None}
     if os.environ.get("KM_DEVICE") == "cuda" and role != "build":
         hello["gpu"] = torch.cuda.get_device_name(0)
-        hello["capability"] = "%d.%d" % torch.cuda.get_device_capability(0)
+        hello["capability"] = "{}.{}".format(*torch.cuda.get_device_capability(0))
         torch.cuda.init()
     protocol.send(conn, hello)
     state: dict = {}
@@ -266,6 +282,8 @@ def main() -> None:
             elif op == "prepare":
                 state["ref"] = Reference()
                 res = state["ref"].prepare(job)
+            elif op == "compile":
+                res = state["ref"].compile(job)
             elif op == "baseline":
                 res = state["ref"].baseline(job)
             else:

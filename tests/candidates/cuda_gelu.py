@@ -1,5 +1,8 @@
 # CUDA candidate for the tiny task: cuBLAS GEMM (at::addmm) + a custom GELU kernel.
-# MODE (substituted by tests): 0 legit, 1 GELU on a hidden side stream, 2 illegal memory access.
+# MODE (substituted by tests): 0 legit, 1 GELU on a hidden C++ side stream, 2 illegal memory
+# access, 3 GELU with a long spin on the current stream (made a hidden side stream by PY_STREAM).
+# PY_STREAM (substituted): "none"; "unjoined": forward runs the extension inside
+# torch.cuda.stream(torch.cuda.Stream()) and never waits for it; "joined": same, joined back.
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
@@ -30,6 +33,8 @@ torch::Tensor fused(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
         cudaEventRecord(ready, cur);
         cudaStreamWaitEvent(side, ready, 0);
         gelu_fwd_kernel<<<blocks, threads, 0, side>>>(h.data_ptr<float>(), y.data_ptr<float>(), n, 2000000LL);
+    } else if (MODE == 3) {
+        gelu_fwd_kernel<<<blocks, threads, 0, cur>>>(h.data_ptr<float>(), y.data_ptr<float>(), n, 2000000LL);
     } else if (MODE == 2) {
         gelu_fwd_kernel<<<blocks, threads, 0, cur>>>(h.data_ptr<float>(), (float*)0x10, n, 0LL);
     } else {
@@ -41,6 +46,7 @@ torch::Tensor fused(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
 
 ext = load_inline(name="km_gelu", cpp_sources=["torch::Tensor fused(torch::Tensor x, torch::Tensor w, torch::Tensor b);"],
                   cuda_sources=[CUDA], functions=["fused"])
+PY_STREAM = "none"
 
 
 class ModelNew(nn.Module):
@@ -49,4 +55,12 @@ class ModelNew(nn.Module):
         self.fc = nn.Linear(in_features, out_features)
 
     def forward(self, x):
-        return ext.fused(x, self.fc.weight, self.fc.bias)
+        if PY_STREAM == "none":
+            return ext.fused(x, self.fc.weight, self.fc.bias)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # the extension launches on the current stream: this one
+            y = ext.fused(x, self.fc.weight, self.fc.bias)
+        if PY_STREAM == "joined":
+            torch.cuda.current_stream().wait_stream(side)
+        return y
