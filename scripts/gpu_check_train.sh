@@ -34,12 +34,12 @@ ok = len(recs) >= 2 and recs[0]["coder_adapter"] is None and recs[1]["coder_adap
 meta = {r["round"]: json.loads(r["metadata_json"] or "{}") for r in ck}
 ok = ok and meta.get(1, {}).get("config", {}).get("adapter") == recs[0]["adapter"]
 print(f"round 2 uses round 1's checkpoint (coder adapter and train start): {ok}; checkpoints {len(ck)}")
-for r in recs:
-    t = r["train_split_s"]; tot = t["step_s"] or 1.0
+for r in recs:  # shares of the trainer thread's time; reward evaluation overlaps generation
+    t = r["train_split_s"]; tot = (t["gen_s"] + t["reward_wait_s"] + t["update_s"]) or 1.0
     print(f"round {r['round']}: checkpoint {r['checkpoint']} reward {r['reward_first']} -> {r['reward_last']}; "
-          f"stage s {r['stage_s']}; train: generation {t['gen_s']:.2f}s ({t['gen_s'] / tot:.0%}), "
-          f"reward {t['eval_s']:.2f}s (blocking {t['reward_wait_s']:.2f}s), update {t['update_s']:.2f}s "
-          f"({t['update_s'] / tot:.0%}), steps total {tot:.2f}s")
+          f"stage s {r['stage_s']}; train step time: generation {t['gen_s']:.2f}s ({t['gen_s'] / tot:.0%}), "
+          f"reward {t['reward_wait_s']:.2f}s blocking ({t['reward_wait_s'] / tot:.0%}; {t['eval_s']:.2f}s of "
+          f"evaluation in all, overlapped), update {t['update_s']:.2f}s ({t['update_s'] / tot:.0%})")
 for p in sorted(glob.glob(f"{sys.argv[2]}/train/*.jsonl")):
     rows = [json.loads(x) for x in open(p)]
     print(p.split("/")[-1], "steps", len(rows), "mean step_s",
