@@ -56,6 +56,7 @@ class TrainConfig:
     rounds: int = 1
     lora: LoraSettings = field(default_factory=LoraSettings)
     log: dict = field(default_factory=lambda: {"tensorboard": True})
+    decontam: dict = field(default_factory=lambda: {"on_match": "refuse", "structural": True})
 
     @classmethod
     def from_mapping(cls, m: Mapping[str, Any] | None = None, **over: Any) -> TrainConfig:
@@ -85,5 +86,10 @@ class TrainConfig:
         if (self.prompts_per_step * self.group_size) % self.grad_accum:
             problems.append(f"prompts_per_step * group_size = {self.prompts_per_step * self.group_size} "
                             f"is not divisible by grad_accum = {self.grad_accum}")
+        dc = dict(self.decontam or {})
+        if set(dc) - {"on_match", "structural"}:
+            problems.append(f"decontam takes on_match and structural, got {sorted(dc)}")
+        if dc.get("on_match", "refuse") not in ("refuse", "warn"):
+            problems.append(f"decontam.on_match must be refuse or warn, got {dc.get('on_match')!r}")
         if problems:
             raise ValueError("; ".join(problems))

@@ -27,6 +27,28 @@ def base_model(cfg) -> str:
     return str(path)
 
 
+def decontaminated(cfg, tcfg, rows: list[dict], what: str) -> list[dict]:
+    """``rows`` (with reference_hash / reference_structural_hash) less those whose reference is
+    a held-out eval task, the same held-out set ``split`` uses; under ``warn`` all are kept."""
+    from mining.stages.split_cmd import load_holdout
+    from skills.decontam import decontaminate
+
+    holdout = load_holdout(cfg)
+    if not (holdout.exact or holdout.structural) or not rows:
+        return rows
+    mode = str(tcfg.decontam.get("on_match", "refuse"))
+    kept, rep = decontaminate(rows, holdout, mode, bool(tcfg.decontam.get("structural", True)))
+    if rep.matches:
+        verb = "refused" if mode == "refuse" else "kept with a warning (train.decontam.on_match=warn)"
+        print(f"train: decontamination: {rep.refused + rep.flagged} {what} {verb}; their references "
+              f"match held-out tasks {dict(sorted(rep.matches.items()))}", file=sys.stderr)
+    if rows and not kept:
+        raise UserError(f"every {what[:-1]} to train on matches a held-out eval task "
+                        f"({', '.join(sorted(rep.matches))}); train on other tasks or set "
+                        "train.decontam.on_match=warn")
+    return kept
+
+
 def run_train(cfg, round_: int | None = None, adapter: str | None = None) -> dict:
     """Train once; returns {checkpoint_id, checkpoint_dir, adapter, steps, reward_first, reward_last}."""
     from train.config import TrainConfig
@@ -41,8 +63,10 @@ def run_train(cfg, round_: int | None = None, adapter: str | None = None) -> dic
     store = Store(cfg.store.root)
     if tcfg.mode == "offline":
         return _run_offline(cfg, tcfg, store, round_)
-    prompts, metas = prompts_from_samples(store.read("samples").to_pylist(), tcfg.skill,
-                                          tcfg.samples_run_id, tcfg.max_prompts)
+    samples = [r for r in store.read("samples").to_pylist()
+               if not tcfg.samples_run_id or r.get("run_id") == tcfg.samples_run_id]
+    samples = decontaminated(cfg, tcfg, samples, "samples")
+    prompts, metas = prompts_from_samples(samples, tcfg.skill, tcfg.samples_run_id, tcfg.max_prompts)
     if not prompts and tcfg.prompts_from_tasks:
         from mining.stages.split_cmd import load_templates
         from mining.tasks import load_tasks
@@ -50,7 +74,10 @@ def run_train(cfg, round_: int | None = None, adapter: str | None = None) -> dic
 
         split_cfg = cfg.get("split")
         templates = load_templates(split_cfg.get("templates") if split_cfg is not None else None)
-        prompts, metas = prompts_from_tasks(load_tasks(cfg.task).tasks, templates)
+        tasks = [r["task"] for r in decontaminated(cfg, tcfg, [
+            {"task": t, "reference_hash": t.hash, "reference_structural_hash": t.structural_hash}
+            for t in load_tasks(cfg.task).tasks], "tasks")]
+        prompts, metas = prompts_from_tasks(tasks, templates)
         if tcfg.max_prompts:
             prompts, metas = prompts[:tcfg.max_prompts], metas[:tcfg.max_prompts]
         print(f"train: no stored samples; {len(prompts)} Skill 1 prompts rendered from the tasks",
@@ -93,7 +120,7 @@ def _run_offline(cfg, tcfg, store, round_) -> dict:
     from train.grpo import GRPOTrainer
     from train.offline import pairs_from_store, train_offline
 
-    samples = store.read("samples").to_pylist()
+    samples = decontaminated(cfg, tcfg, store.read("samples").to_pylist(), "samples")
     if tcfg.samples_run_id:
         samples = [s for s in samples if s.get("run_id") == tcfg.samples_run_id]
     pairs = pairs_from_store(samples, store.read("scores").to_pylist())
