@@ -276,6 +276,7 @@ def main() -> None:
     ap.add_argument("--variants", type=int, default=None, help="candidates per task (cuda 4, cpu 1)")
     ap.add_argument("--baseline-n", type=int, default=None, help="KernelBench-style candidates (cuda 2, cpu 1)")
     ap.add_argument("--cv-reps", type=int, default=5)
+    ap.add_argument("--ncu", action="store_true", help="also run ncu on each candidate's top kernels")
     ap.add_argument("--timed-calls", type=int, default=None, help="harness and baseline (cuda 100, cpu 20)")
     args = ap.parse_args()
     dev = args.device
@@ -289,7 +290,10 @@ def main() -> None:
     tasks = {tid: BenchTask(tid, src.replace("{N}", str(SIZES[dev]["N"])).format(**SIZES[dev]))
              for tid, src in TASKS.items()}
     cache = tempfile.mkdtemp(prefix="km-bench-")
-    cfg = {"device": dev, "cache_dir": cache, "compile_baseline": False, "timed_calls": calls}
+    # ncu per candidate (20-30 s of GPU each) is Verifier feedback, not reward: measured by
+    # scripts/gpu_capture_profiles.sh; here it is on only with --ncu
+    cfg = {"device": dev, "cache_dir": cache, "compile_baseline": False, "timed_calls": calls,
+           "profiling": {"kernel": {"candidates": args.ncu}}}
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
 
     t0 = time.perf_counter()
