@@ -276,7 +276,7 @@ def main() -> None:
     ap.add_argument("--variants", type=int, default=None, help="candidates per task (cuda 4, cpu 1)")
     ap.add_argument("--baseline-n", type=int, default=None, help="KernelBench-style candidates (cuda 2, cpu 1)")
     ap.add_argument("--cv-reps", type=int, default=5)
-    ap.add_argument("--ncu", action="store_true", help="also run ncu on each candidate's top kernels")
+    ap.add_argument("--ncu", action="store_true", help="also run ncu on the top kernels (reference and each candidate)")
     ap.add_argument("--timed-calls", type=int, default=None, help="harness and baseline (cuda 100, cpu 20)")
     args = ap.parse_args()
     dev = args.device
@@ -293,7 +293,7 @@ def main() -> None:
     # ncu per candidate (20-30 s of GPU each) is Verifier feedback, not reward: measured by
     # scripts/gpu_capture_profiles.sh; here it is on only with --ncu
     cfg = {"device": dev, "cache_dir": cache, "compile_baseline": False, "timed_calls": calls,
-           "profiling": {"kernel": {"candidates": args.ncu}}}
+           "profiling": {"kernel": {"enabled": args.ncu}}}
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
 
     t0 = time.perf_counter()
