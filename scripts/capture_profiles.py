@@ -60,7 +60,7 @@ def main() -> int:
         for tid, task in tasks.items():
             t0 = time.perf_counter()
             prof = ev.reference_profile(task)
-            base = ev._task_context(task)["baseline"]
+            base = ev._context_future(task).result()["baseline"]
             wall = time.perf_counter() - t0
             name = f"ref:{tid}"
             if base.get("ref_system_events"):

@@ -345,7 +345,7 @@ class Evaluator:
 
     def reference_profile(self, task: Any) -> dict:
         """The reference's profile (system and kernel level), for the Planner before any candidate."""
-        base = self._task_context(task)["baseline"]
+        base = self._context_future(task).result()["baseline"]
         out = {"ref_runtime_us": base.get("ref_runtime_us"), "system": base.get("ref_system_profile"),
                "kernel": base.get("ref_kernel_profile")}
         if self.device == "cuda" and self.cfg.profiling["nsys"]["enabled"]:
