@@ -68,7 +68,11 @@ def run_train(cfg, round_: int | None = None, adapter: str | None = None) -> dic
                 tasks = {t.id: t for t in load_tasks(cfg.task).tasks}
             except (FileNotFoundError, ValueError) as e:
                 raise UserError(str(e)) from e
-            reward_fn = stack.enter_context(SkillReward(tasks, _plain(cfg.harness), _plain(cfg.rewards)))
+            try:
+                reward_fn = stack.enter_context(SkillReward(tasks, _plain(cfg.harness), _plain(cfg.rewards),
+                                                            _plain(cfg.get("executor"))))
+            except (ValueError, ImportError) as e:
+                raise UserError(str(e)) from e
         else:
             try:
                 reward_fn = load_reward_fn(tcfg.reward)
