@@ -27,7 +27,8 @@ GLOBAL_PROMPTS, GROUP, STEPS = 2, 4, 3
 
 def cfg(**kw) -> TrainConfig:
     base = dict(group_size=GROUP, prompts_per_step=GLOBAL_PROMPTS, steps=STEPS, grad_accum=2,
-                lr=1e-2, max_completion_length=6, kl_coef=0.04, device="cpu", async_rewards=False,
+                lr=1e-2, max_completion_length=6, kl_coef=0.04, async_rewards=False, bf16=False,
+                device=os.environ.get("KM_DDP_DEVICE", "cpu"),  # scripts/gpu_check_scale.sh: cuda
                 lora={"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj", "up_proj"]},
                 log={"tensorboard": False})
     base.update(kw)
@@ -52,15 +53,15 @@ def fixed_rollout(vocab: int, step: int) -> tuple[Rollout, list[float]]:
     return Rollout([None] * n, [""] * n, pids, pmask, cids, cmask, [{} for _ in range(n)]), rewards
 
 
-def block(r: Rollout, sl: slice) -> Rollout:
-    b = Rollout(r.prompts[sl], r.completions[sl], r.prompt_ids[sl], r.prompt_mask[sl],
-                r.completion_ids[sl], r.completion_mask[sl], r.meta[sl])
+def block(r: Rollout, sl: slice, dev: torch.device) -> Rollout:
+    b = Rollout(r.prompts[sl], r.completions[sl], r.prompt_ids[sl].to(dev), r.prompt_mask[sl].to(dev),
+                r.completion_ids[sl].to(dev), r.completion_mask[sl].to(dev), r.meta[sl])
     b.old_logps = None  # one pass per batch: the ratio is taken against the current policy
     return b
 
 
 def lora_state(model) -> dict[str, torch.Tensor]:
-    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    return {n: p.detach().float().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
 def main() -> None:
@@ -73,7 +74,7 @@ def main() -> None:
         hist: dict[str, list[float]] = {"loss": [], "grad_norm": [], "kl": []}
         for step in range(STEPS):
             roll, rewards = fixed_rollout(tr.tok.vocab_size, step)
-            m = tr.update(block(roll, tr.dist.block(len(rewards))), rewards)
+            m = tr.update(block(roll, tr.dist.block(len(rewards)), tr.device), rewards)
             for k, v in hist.items():
                 v.append(m[k])
         torch.save(lora_state(tr.model), out / f"{tag}.pt")
