@@ -29,6 +29,7 @@ def cfg(**kw) -> TrainConfig:
     base = dict(group_size=GROUP, prompts_per_step=GLOBAL_PROMPTS, steps=STEPS, grad_accum=2,
                 lr=1e-2, max_completion_length=6, kl_coef=0.04, async_rewards=False, bf16=False,
                 device=os.environ.get("KM_DDP_DEVICE", "cpu"),  # scripts/gpu_check_scale.sh: cuda
+                parallel=os.environ.get("KM_DDP_PARALLEL", "ddp"),
                 lora={"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj", "up_proj"]},
                 log={"tensorboard": False})
     base.update(kw)
@@ -61,7 +62,9 @@ def block(r: Rollout, sl: slice, dev: torch.device) -> Rollout:
 
 
 def lora_state(model) -> dict[str, torch.Tensor]:
-    return {n: p.detach().float().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}
+    """The trainable weights as plain full tensors (FSDP holds them as sharded DTensors)."""
+    full = lambda p: p.full_tensor() if hasattr(p, "full_tensor") else p  # noqa: E731
+    return {n: full(p.detach()).float().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
 def main() -> None:

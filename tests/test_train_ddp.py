@@ -7,6 +7,8 @@ micro-batches of twice the size in one process): about 1e-7 relative in each gra
 step g / (sqrt(v) + eps) is about lr = 1e-2 per coordinate and amplifies that rounding only
 where g is near zero; measured worst case 7e-6 after 3 steps, so the bound is 3e-5 (0.3% of one
 step) while the weights moved by more than 1e-3 (asserted, so the match is not trivial).
+Both strategies: ``ddp`` (LoRA gradients all-reduced) and ``fsdp`` (FSDP2 shards the model; here
+on CPU with gloo, so the FSDP code path runs, not its GPU memory savings).
 """
 
 import json
@@ -31,9 +33,9 @@ def tiny(tmp_path_factory):
     return build_tiny_model(tmp_path_factory.mktemp("tiny"), hidden=32, layers=1, heads=2, vocab_size=300)
 
 
-def launch(mode: str, model: Path, out: Path, nproc: int) -> None:
+def launch(mode: str, model: Path, out: Path, nproc: int, parallel: str = "ddp") -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    env["OMP_NUM_THREADS"] = "1"
+    env.update(OMP_NUM_THREADS="1", KM_DDP_PARALLEL=parallel)
     cmd = [sys.executable, str(WORKER), mode, str(model), str(out)]
     if nproc > 1:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
@@ -42,9 +44,10 @@ def launch(mode: str, model: Path, out: Path, nproc: int) -> None:
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
 
 
-def test_two_ranks_match_one_process_on_the_same_global_batch(tiny, tmp_path):
+@pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
+def test_two_ranks_match_one_process_on_the_same_global_batch(tiny, tmp_path, parallel):
     launch("update", tiny, tmp_path, 1)
-    launch("update", tiny, tmp_path, 2)
+    launch("update", tiny, tmp_path, 2, parallel)
     one = torch.load(tmp_path / "update-w1-r0.pt")
     r0, r1 = (torch.load(tmp_path / f"update-w2-r{i}.pt") for i in range(2))
     assert set(one) == set(r0) == set(r1) and len(one) == 6
@@ -64,8 +67,9 @@ def test_two_ranks_match_one_process_on_the_same_global_batch(tiny, tmp_path):
     assert m2["loss"] == pytest.approx(m1["loss"], abs=1e-7)
 
 
-def test_torchrun_training_writes_once_and_keeps_ranks_in_sync(tiny, tmp_path):
-    launch("train", tiny, tmp_path, 2)
+@pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
+def test_torchrun_training_writes_once_and_keeps_ranks_in_sync(tiny, tmp_path, parallel):
+    launch("train", tiny, tmp_path, 2, parallel)
     a, b = (json.loads((tmp_path / f"train-w2-r{i}.json").read_text()) for i in range(2))
     assert a["steps"] == b["steps"] == 3
     assert a["weights"] == b["weights"]            # identical adapters on both ranks
@@ -74,4 +78,9 @@ def test_torchrun_training_writes_once_and_keeps_ranks_in_sync(tiny, tmp_path):
     lines = Path(a["log"]).read_text().splitlines()
     assert len(lines) == 3
     assert Store(tmp_path / "store").read("checkpoints", dedupe=False).num_rows == 1
+    adapter = Path(a["log"]).parent.parent / "checkpoints_data" / a["checkpoint"] / "adapter"
+    from safetensors.torch import load_file
+
+    saved = load_file(adapter / "adapter_model.safetensors")  # whole weights, also under FSDP
+    assert len(saved) == 6 and all(t.dim() == 2 and min(t.shape) == 4 for t in saved.values())
     assert len(a["rewards"]) == 3 and all(0.0 <= x <= 1.0 for x in a["rewards"])

@@ -9,7 +9,8 @@ do, without wrapping the peft model whose ``generate`` / ``disable_adapter`` the
 Only rank 0 writes logs and checkpoints.
 
 ``parallel=fsdp`` shards the base model's decoder layers with FSDP2 (``fully_shard``) for a
-model that does not fit one GPU; FSDP then reduces the gradients itself.
+model that does not fit one GPU; FSDP then reduces the gradients itself, and checkpoints gather
+the adapter whole. Checked on CPU with gloo (tests/test_train_ddp.py), not yet on GPUs.
 """
 
 from __future__ import annotations
@@ -98,8 +99,15 @@ def setup(strategy: str = "ddp", device: str = "auto") -> Dist:
     return d
 
 
+def full_trainable_state(model, d: Dist) -> dict | None:
+    """Under FSDP, the LoRA weights gathered whole (a collective: every rank calls it); else None."""
+    if not d.enabled or d.strategy != "fsdp":
+        return None
+    return {n: p.full_tensor().detach().cpu() for n, p in model.named_parameters() if p.requires_grad}
+
+
 def shard_model(model, d: Dist):
-    """FSDP2: each decoder layer, then the whole model, sharded over the ranks (GPU; untested)."""
+    """FSDP2: each decoder layer, then the whole model, sharded over the ranks."""
     if not d.enabled or d.strategy != "fsdp":
         return model
     from torch.distributed.fsdp import fully_shard
@@ -110,5 +118,6 @@ def shard_model(model, d: Dist):
         raise ValueError("train.parallel=fsdp: no decoder `layers` ModuleList found in the model")
     for layer in layers:
         fully_shard(layer)
-    fully_shard(model)
+    # the root is the HF model inside peft: generate() calls its forward, never PeftModel's
+    fully_shard(model.get_base_model() if hasattr(model, "get_base_model") else model)
     return model

@@ -223,8 +223,9 @@ class GRPOTrainer:
                 "data_hash": self.data_hash, "n_prompts": len(self.prompts),
                 "config": {k: v for k, v in vars(self.cfg).items() if k != "lora"},
                 "lora": vars(self.cfg.lora)}
+        full = distributed.full_trainable_state(self.model, self.dist)  # FSDP: gathered on all ranks
         if self.dist.main:  # one writer; the others wait so the folder exists when they return
-            ckpt.save(folder, self.model, self.opt, self.step, meta)
+            ckpt.save(folder, self.model, self.opt, self.step, meta, state_dict=full)
             ckpt.register(self.store_root, cid, folder, meta)
         self.dist.barrier()
         return cid, folder

@@ -121,7 +121,11 @@ def _run_offline(cfg, tcfg, store, round_) -> dict:
 
 
 def main(cfg, args: list[str]) -> int:
+    import os
+
     out = run_train(cfg)
+    if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports for all
+        return 0
     t = out["time"]
     print(f"train: {out['steps']} steps, reward {out['reward_first']} -> {out['reward_last']}; "
           f"checkpoint {out['checkpoint_id']} at {out['checkpoint_dir']}")
