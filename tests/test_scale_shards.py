@@ -91,3 +91,26 @@ def test_multirun_sweeps_the_shards(tmp_path, replay, tasks):
 def test_bad_shard_settings_are_one_sentence(tmp_path, replay, capsys, extra, msg):
     assert cli(run_args(tmp_path, replay, *extra)) == 2
     assert msg in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_score_shards_score_each_sample_once(tmp_path):
+    from test_store_score import BAD, GOOD
+    from test_store_synth import turns
+
+    rows = turns()
+    rows[1]["code"], rows[3]["code"] = BAD, GOOD
+    st = Store(tmp_path)
+    st.write("turns", rows)
+    common = [f"store.root={tmp_path}", "harness.device=cpu", "harness.timed_calls=5",
+              "harness.compile_baseline=false", "harness.profile=false"]
+    assert cli(["split", *common]) == 0
+    samples = st.read("samples").column("sample_id").to_pylist()
+    assert len(samples) == 2
+    scored = []
+    for shard in (0, 1):
+        assert cli(["score", *common, f"shard={shard}", "num_shards=2"]) == 0
+        now = st.read("scores", dedupe=False).column("sample_id").to_pylist()
+        assert sorted(set(now) - set(scored)) == sorted(s for s in samples if shard_of(s, 2) == shard)
+        scored = now
+    assert sorted(scored) == sorted(samples)  # the union, each sample once
