@@ -23,7 +23,7 @@ rc=0
 # -- 1. Ray executor ------------------------------------------------------------------------
 if $PY -c "import ray" 2>/dev/null; then
 $PY - "$OUT" "$CANDS" "$NGPU" > "$OUT/ray.log" 2>&1 <<'PY'
-import collections, hashlib, json, sys, time
+import collections, hashlib, json, os, sys, time
 from dataclasses import dataclass
 from pathlib import Path
 import ray
@@ -39,7 +39,8 @@ task = T("tiny", src, hashlib.sha256(src.encode()).hexdigest())
 cand = Path("tests/candidates/cuda_gelu.py").read_text()
 H = {"device": "cuda", "cache_dir": str(out / "cache"), "timed_calls": 50, "profile": False,
      "compile_baseline": False}
-ray.init(include_dashboard=False, log_to_driver=False)
+ray.init(include_dashboard=False, log_to_driver=False,  # actors import this checkout
+         runtime_env={"env_vars": {"PYTHONPATH": os.getcwd()}})
 res = {}
 def batch(workers):
     with make_executor({"kind": "ray", "num_gpu_workers": workers}, H) as ex:
