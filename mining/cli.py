@@ -33,7 +33,8 @@ def usage() -> str:
     lines = ["usage: python -m mining <command> [args] [hydra overrides]", "", "commands:"]
     for name, (_, text, args) in COMMANDS.items():
         lines.append(f"  {name:<8} {args + '  ' if args else ''}{text}")
-    lines += ["", "examples:", "  python -m mining tasks +task=level3",
+    lines += ["", "sweeps: python -m mining <command> -m key=a,b ...  (Hydra multirun, e.g. shard=0,1)",
+              "", "examples:", "  python -m mining tasks +task=level3",
               "  python -m mining tasks task=kernelbench task.root=~/KernelBench task.level=3"]
     return "\n".join(lines)
 
@@ -57,9 +58,17 @@ def main(argv: list[str] | None = None) -> int:
     if command not in COMMANDS:
         print(f"error: unknown command {command!r}.\n\n{usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"mining.stages.{COMMANDS[command][0]}")
     pos, overrides = split_args(rest)
+    sweep = [a for a in pos if a in ("-m", "--multirun")]
+    pos = [a for a in pos if a not in sweep]
     try:
+        if sweep:  # Hydra multirun (e.g. shards): mining/multirun.py
+            if pos:
+                raise UserError(f"{command} -m takes only overrides, not {pos}")
+            from mining.multirun import multirun
+
+            return multirun(command, COMMANDS[command][0], overrides)
+        module = importlib.import_module(f"mining.stages.{COMMANDS[command][0]}")
         from mining.config import load_config
 
         cfg = load_config(overrides)

@@ -27,10 +27,12 @@ def data_hash(items) -> str:
     return h.hexdigest()[:16]
 
 
-def save(folder: str | Path, model, optimizer, step: int, metadata: dict) -> Path:
+def save(folder: str | Path, model, optimizer, step: int, metadata: dict,
+         state_dict: dict | None = None) -> Path:
+    """``state_dict``: the adapter weights when the model's own are sharded (FSDP)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder / "adapter")
+    model.save_pretrained(folder / "adapter", **({"state_dict": state_dict} if state_dict else {}))
     state = {"optimizer": optimizer.state_dict(), "step": step,
              "torch_rng": torch.get_rng_state(), "python_rng": random.getstate(),
              "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}

@@ -53,6 +53,7 @@ class TrainConfig:
     device: str = "auto"
     seed: int = 0
     save_every: int = 0
+    parallel: str = "ddp"
     rounds: int = 1
     lora: LoraSettings = field(default_factory=LoraSettings)
     log: dict = field(default_factory=lambda: {"tensorboard": True})

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from train import checkpoint as ckpt
+from train import distributed
 from train.advantages import group_advantages, group_stats
 from train.config import TrainConfig
 from train.logging import StepLog
@@ -63,19 +64,31 @@ class GRPOTrainer:
         self.prompts, self.metas = list(prompts), list(metas or [{} for _ in prompts])
         self.store_root, self.round = Path(store_root).expanduser(), round_
         self.run_id = run_id or f"train-{uuid.uuid4().hex[:8]}"
+        self.dist = distributed.setup(cfg.parallel, cfg.device)  # torchrun: one rank per GPU
+        self._check_world(cfg)
         self.device = pick_device(cfg.device)
         random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
         resume_dir = ckpt.resolve(self.store_root, cfg.resume) if cfg.resume else None
         adapter = str(resume_dir / "adapter") if resume_dir else cfg.adapter
         self.model, self.tok = load_policy(base_model, cfg.lora, adapter, self.device)
+        self.model = distributed.shard_model(self.model, self.dist)
         params = [p for p in self.model.parameters() if p.requires_grad]
+        self.dist.broadcast_params(params)
+        if self.dist.enabled:  # same init everywhere, different samples per rank
+            torch.manual_seed(cfg.seed + self.dist.rank)
         self.opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.step = ckpt.load_state(resume_dir, self.opt) if resume_dir else 0
         self.loss_cfg = LossConfig(cfg.loss_type, cfg.epsilon_low, cfg.epsilon_high, cfg.kl_coef,
                                    cfg.max_completion_length)
         self.data_hash = ckpt.data_hash(self.prompts)
         self._order: list[int] = []
+
+    def _check_world(self, cfg: TrainConfig) -> None:
+        w = self.dist.world
+        if cfg.prompts_per_step % w or (cfg.prompts_per_step // w * cfg.group_size) % cfg.grad_accum:
+            raise ValueError(f"train.prompts_per_step={cfg.prompts_per_step} must split over {w} ranks "
+                             f"into whole groups of {cfg.group_size} divisible by grad_accum={cfg.grad_accum}")
 
     # -- pieces ------------------------------------------------------------------------------
     def autocast(self):
@@ -94,6 +107,8 @@ class GRPOTrainer:
 
     def generate(self) -> Rollout:
         p, m = self.next_prompts()
+        blk = self.dist.block(len(p))  # this rank's prompts of the global batch
+        p, m = p[blk], m[blk]
         if self.cfg.generator == "vllm":
             raise ValueError("train.generator=vllm is not wired yet; use train.generator=hf")
         r = generate_hf(self.model, self.tok, p, m, self.cfg.group_size, self.cfg.max_completion_length,
@@ -112,8 +127,10 @@ class GRPOTrainer:
             return completion_logps(self.model, ids, am, r.completion_ids.size(1), self.cfg.temperature)
 
     def update(self, r: Rollout, rewards: list[float]) -> dict:
+        """One optimizer step on this rank's rollout ``r``; ``rewards`` are the global batch's."""
         cfg = self.cfg
-        adv = group_advantages(rewards, cfg.group_size, cfg.scale_std, cfg.scale).to(self.device)
+        adv = group_advantages(rewards, cfg.group_size, cfg.scale_std, cfg.scale)
+        adv_all, adv = adv, adv[self.dist.block(adv.numel())].to(self.device)
         n = adv.numel()
         mb = n // cfg.grad_accum
         sums: dict[str, float] = {}
@@ -130,14 +147,15 @@ class GRPOTrainer:
                 m["loss"] = float(loss.detach())
                 for k, v in m.items():
                     sums[k] = sums.get(k, 0.0) + v
-            gn = torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad],
-                                                cfg.max_grad_norm)
+            trainable = [p for p in self.model.parameters() if p.requires_grad]
+            self.dist.average_grads(trainable)
+            gn = torch.nn.utils.clip_grad_norm_(trainable, cfg.max_grad_norm)
             self.opt.step()
             self.opt.zero_grad(set_to_none=True)
         k = cfg.grad_accum * cfg.num_iterations
-        out = {key: v / k for key, v in sums.items()}
-        out.update(grad_norm=float(gn), adv_mean=float(adv.mean()), adv_std=float(adv.std()),
-                   adv_abs_mean=float(adv.abs().mean()))
+        out = self.dist.average_metrics({key: v / k for key, v in sums.items()})
+        out.update(grad_norm=float(gn), adv_mean=float(adv_all.mean()), adv_std=float(adv_all.std()),
+                   adv_abs_mean=float(adv_all.abs().mean()))
         return out
 
     # -- loop --------------------------------------------------------------------------------
@@ -146,7 +164,8 @@ class GRPOTrainer:
         total = cfg.steps or max(1, cfg.epochs * len(self.prompts) // cfg.prompts_per_step)
         history: list[dict] = []
         pool = cf.ThreadPoolExecutor(1, thread_name_prefix="reward")
-        log = StepLog(self.store_root, self.run_id, bool(cfg.log.get("tensorboard", True)))
+        log = StepLog(self.store_root, self.run_id, bool(cfg.log.get("tensorboard", True))) \
+            if self.dist.main else None
         try:
             roll = self.generate()
             fut = pool.submit(_timed_reward, self.reward_fn, roll)
@@ -159,6 +178,7 @@ class GRPOTrainer:
                     nfut = pool.submit(_timed_reward, self.reward_fn, nxt)
                 tw = time.perf_counter()
                 rewards, eval_s = fut.result()
+                rewards = self.dist.gather_floats(rewards)  # the global batch, in rank order
                 wait_s = time.perf_counter() - tw
                 tu = time.perf_counter()
                 m = self.update(roll, rewards)
@@ -168,7 +188,7 @@ class GRPOTrainer:
                     nxt = self.generate()
                     nfut = pool.submit(_timed_reward, self.reward_fn, nxt)
                 wall = time.perf_counter() - t0 + (0.0 if cfg.async_rewards else gen_s)
-                ntok = int(roll.completion_mask.sum())
+                ntok = int(roll.completion_mask.sum()) * self.dist.world  # about: rank 0's times world
                 rec = {**group_stats(torch.tensor(rewards), cfg.group_size), **m,
                        "completion_tokens": ntok, "completion_len": ntok / len(rewards),
                        "gen_s": gen_s, "eval_s": eval_s, "reward_wait_s": wait_s,
@@ -176,16 +196,18 @@ class GRPOTrainer:
                        "tokens_per_s": ntok / gen_s if gen_s else 0.0,
                        "eval_share": eval_s / wall if wall else 0.0,
                        "round": self.round, "run_id": self.run_id}
-                log.write(self.step, rec)
+                if log is not None:
+                    log.write(self.step, rec)
                 history.append(rec)
                 if cfg.save_every and self.step % cfg.save_every == 0 and self.step < total:
                     self.save(history)
                 roll, fut = nxt, nfut
         finally:
-            log.close()
+            if log is not None:
+                log.close()
             pool.shutdown(wait=True, cancel_futures=True)
         cid, folder = self.save(history)
-        return TrainResult(cid, folder, self.step, history, log.path)
+        return TrainResult(cid, folder, self.step, history, log.path if log is not None else None)
 
     def save(self, history: list[dict]) -> tuple[str, Path]:
         cid = f"{self.run_id}-r{self.round}-s{self.step}"
@@ -201,6 +223,9 @@ class GRPOTrainer:
                 "data_hash": self.data_hash, "n_prompts": len(self.prompts),
                 "config": {k: v for k, v in vars(self.cfg).items() if k != "lora"},
                 "lora": vars(self.cfg.lora)}
-        ckpt.save(folder, self.model, self.opt, self.step, meta)
-        ckpt.register(self.store_root, cid, folder, meta)
+        full = distributed.full_trainable_state(self.model, self.dist)  # FSDP: gathered on all ranks
+        if self.dist.main:  # one writer; the others wait so the folder exists when they return
+            ckpt.save(folder, self.model, self.opt, self.step, meta, state_dict=full)
+            ckpt.register(self.store_root, cid, folder, meta)
+        self.dist.barrier()
         return cid, folder

@@ -1,7 +1,7 @@
 """The online reward for skill prompts: extract ModelNew, evaluate it with the harness, score it.
 
-``SkillReward(tasks, harness_cfg, rewards_cfg)`` is a context manager owning one harness
-``Evaluator``; calling it submits every completion of a batch at once (builds overlap) and
+``SkillReward(tasks, harness_cfg, rewards_cfg, executor_cfg)`` is a context manager owning one
+executor (``rewards.executors``: the in-process harness ``Evaluator`` or Ray actors); calling it submits every completion of a batch at once (builds overlap) and
 returns their rewards. A completion without extractable code scores 0 (a real, bad answer);
 a harness crash is scored as a failed result; NaN is left for rewards that could not be computed.
 """
@@ -16,12 +16,12 @@ from typing import Any
 
 
 class SkillReward:
-    def __init__(self, tasks: dict, harness_cfg: dict, rewards_cfg: dict | None = None) -> None:
-        from rewards.harness.config import HarnessConfig
-        from rewards.harness.evaluator import Evaluator
+    def __init__(self, tasks: dict, harness_cfg: dict, rewards_cfg: dict | None = None,
+                 executor_cfg: dict | None = None) -> None:
+        from rewards.executors import make_executor
 
         self.tasks, self.rcfg = tasks, rewards_cfg or {}
-        self.ev = Evaluator(HarnessConfig.from_mapping(harness_cfg))
+        self.ev = make_executor(executor_cfg, harness_cfg)
 
     def __enter__(self) -> SkillReward:
         self.ev.__enter__()

@@ -13,6 +13,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from mining.errors import UserError
+from mining.scale import open_executor, shard_note, shared_run_id
 
 
 def _plain(node) -> dict[str, Any]:
@@ -66,11 +67,11 @@ def versions(cfg, device: str) -> dict[str, Any]:
 def main(cfg, args: list[str]) -> int:
     from agents.backends import BackendError, make_role_backends, role_configs
     from mining import mine as M
+    from mining.scale import select_tasks
     from mining.stages.run_display import Display, summary_table
     from mining.store import Store
     from mining.tasks import load_tasks
     from rewards.harness.config import HarnessConfig
-    from rewards.harness.evaluator import Evaluator
 
     if args:
         raise UserError(f"run takes no positional arguments (got {args}); use overrides")
@@ -81,6 +82,7 @@ def main(cfg, args: list[str]) -> int:
         raise UserError(str(e)) from e
     if not report.tasks:
         raise UserError("no task matched; check task.ids / task.names")
+    tasks = select_tasks(report.tasks, cfg)
     harness_cfg = HarnessConfig.from_mapping(_plain(cfg.harness))
     device = check_device(cfg, harness_cfg)
     model_cfg = _plain(cfg.model)
@@ -94,19 +96,19 @@ def main(cfg, args: list[str]) -> int:
     except BackendError as e:
         raise UserError(str(e)) from e
 
-    run_id = str(cfg.run_id) if cfg.get("run_id") else M.new_run_id()
+    run_id = shared_run_id(cfg) or M.new_run_id()
     store = Store(cfg.store.root)
     done = store.keys("trajectories")
-    jobs, skipped = M.plan_jobs(report.tasks, int(agents_cfg.get("samples_per_task", 1)),
+    jobs, skipped = M.plan_jobs(tasks, int(agents_cfg.get("samples_per_task", 1)),
                                 run_id, int(cfg.seed), done)
-    print(f"run_id={run_id}  tasks={len(report.tasks)}  trajectories={len(jobs) + skipped} "
+    print(f"run_id={run_id}  tasks={len(tasks)}{shard_note(cfg)}  trajectories={len(jobs) + skipped} "
           f"(already done: {skipped})  device={device}  model={backends['coder'].name}",
           file=sys.stderr)
     for err in report.errors:
         print(f"skipped {err}", file=sys.stderr)
     progress = M.Progress(total=len(jobs) + skipped, skipped=skipped)
     display = Display(progress)
-    with Evaluator(harness_cfg) as ev:
+    with open_executor(cfg, harness_cfg) as ev:
         async def evaluate(task, code):
             return await asyncio.wrap_future(ev.submit(task, code))
 
@@ -116,7 +118,8 @@ def main(cfg, args: list[str]) -> int:
             make_agents=M.make_agents_factory(backends, evaluate, agents_cfg, device, {},
                                               lambda task: asyncio.to_thread(ev.reference_profile, task)),
             on_update=display.update)
-        M.write_run_row(ctx, "run", OmegaConf.to_container(cfg, resolve=True))
+        if int(cfg.get("shard") or 0) == 0:  # one runs row per run, however many shards
+            M.write_run_row(ctx, "run", OmegaConf.to_container(cfg, resolve=True))
 
         async def go():
             try:

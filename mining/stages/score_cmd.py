@@ -123,15 +123,16 @@ def pending(store: Store, version: str, limit: int | None) -> list[dict]:
 
 
 def main(cfg, args: list[str]) -> int:
+    from mining.scale import open_executor, select, shard_note
     from mining.tasks import load_tasks
     from rewards.harness.config import HarnessConfig
-    from rewards.harness.evaluator import Evaluator
 
     store, scfg = Store(cfg.store.root), cfg.store.score
     version = scorer_version(cfg)
-    todo = pending(store, version, scfg.limit)
+    todo = select(pending(store, version, None), lambda s: s["sample_id"], cfg)
+    todo = todo[:scfg.limit] if scfg.limit else todo
     if not todo:
-        print(f"score: nothing to do; every sample has a {version} score")
+        print(f"score: nothing to do; every sample{shard_note(cfg)} has a {version} score")
         return 0
     try:
         tasks = {t.id: t for t in load_tasks(cfg.task).tasks}
@@ -144,7 +145,7 @@ def main(cfg, args: list[str]) -> int:
         todo = [s for s in todo if s["task_id"] in tasks]
     turns = {t["turn_id"]: t for t in store.read("turns").to_pylist()}
     rcfg, n, bs = _plain(cfg.rewards), 0, max(1, int(scfg.batch_size))
-    with Evaluator(hcfg) as ev:
+    with open_executor(cfg, hcfg) as ev:
         for i in range(0, len(todo), bs):
             rows = score_batch(ev, todo[i:i + bs], tasks, turns, version, rcfg)
             by_run: dict[str, list[dict]] = {}

@@ -95,7 +95,11 @@ def run_train(cfg, round_: int | None = None, adapter: str | None = None) -> dic
                 tasks = {t.id: t for t in load_tasks(cfg.task).tasks}
             except (FileNotFoundError, ValueError) as e:
                 raise UserError(str(e)) from e
-            reward_fn = stack.enter_context(SkillReward(tasks, _plain(cfg.harness), _plain(cfg.rewards)))
+            try:
+                reward_fn = stack.enter_context(SkillReward(tasks, _plain(cfg.harness), _plain(cfg.rewards),
+                                                            _plain(cfg.get("executor"))))
+            except (ValueError, ImportError) as e:
+                raise UserError(str(e)) from e
         else:
             try:
                 reward_fn = load_reward_fn(tcfg.reward)
@@ -144,7 +148,11 @@ def _run_offline(cfg, tcfg, store, round_) -> dict:
 
 
 def main(cfg, args: list[str]) -> int:
+    import os
+
     out = run_train(cfg)
+    if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports for all
+        return 0
     t = out["time"]
     print(f"train: {out['steps']} steps, reward {out['reward_first']} -> {out['reward_last']}; "
           f"checkpoint {out['checkpoint_id']} at {out['checkpoint_dir']}")
