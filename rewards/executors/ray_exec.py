@@ -87,17 +87,10 @@ def build_candidate(source: str, harness: dict, arch: str | None) -> tuple[bool,
 
     ev = Evaluator(HarnessConfig.from_mapping(harness))  # not entered: no reference/exec workers
     ev.arch = arch
-    ev._build_sem = threading.Semaphore(1)
+    ev.n_build, ev._build_spares = 0, queue.Queue()  # one cold build worker, no warm spares
     os.makedirs(ev.cache, exist_ok=True)
-    r = EvalResult(status="invalid", device=ev.device, torch=_torch_version())
-    ok = ev._build(source, r, {})
-    return ok, r
-
-
-def _torch_version() -> str:
-    import torch
-
-    return torch.__version__
+    r = ev.build(source)
+    return r.compiled, r
 
 
 def label(task: Any, source: str) -> str:
