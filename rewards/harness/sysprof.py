@@ -18,7 +18,7 @@ import time
 from collections import Counter, defaultdict
 
 from rewards.harness import opcost
-from rewards.harness.kernels import MARKER_KERNEL, base_name
+from rewards.harness.kernels import MARKER_KERNEL, base_name, bracketed_calls
 
 FORWARD = "km::forward"
 MODULE = "km::module::"
@@ -84,10 +84,7 @@ def capture(model, xs: list, calls: int, record_shapes: bool = True, scratch: st
             if ann:
                 ann.__enter__()
             try:
-                for _ in range(calls):
-                    torch.cuda._sleep(1000)  # marks the timed stream (kernels.summarize_trace)
-                    model(*xs)
-                torch.cuda.synchronize()
+                bracketed_calls(model, xs, calls)  # markers for kernels.hidden_work
             finally:
                 if ann:
                     ann.__exit__(None, None, None)

@@ -172,11 +172,7 @@ def profile_model(model, xs: list, calls: int, declared: list[str], system: dict
         model(*xs)
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for _ in range(calls):  # markers bracket each call on the timed (current) stream
-                torch.cuda._sleep(1000)
-                model(*xs)
-                torch.cuda._sleep(1000)  # starts when the timed stream has finished the call
-                torch.cuda.synchronize()  # nothing of this call spills into the next bracket
+            kernels.bracketed_calls(model, xs, calls)
     path = os.path.join(os.getcwd(), "trace.json")
     prof.export_chrome_trace(path)
     out = kernels.summarize_trace(path, declared, calls)
