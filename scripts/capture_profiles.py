@@ -27,7 +27,7 @@ from rewards.harness import HarnessConfig  # noqa: E402
 
 TASKS = ["l3_01_mlp", "l3_07_gpt_block"]
 CAND_SRC = ROOT / "tests" / "fixtures" / "replay" / "src" / "cuda_mlp.py"
-CANDIDATES = {"cand:mlp_bias_gelu": ("l3_01_mlp", "bias_gelu"), "cand:mlp_naive": ("l3_01_mlp", "naive_bias_gelu")}
+CANDIDATES = {"cand:mlp_bias_gelu": ("l3_01_mlp", "bias_gelu"), "cand:mlp_slow": ("l3_01_mlp", "slow_bias_gelu")}
 
 
 def config(cache: str) -> HarnessConfig:
@@ -79,7 +79,8 @@ def main() -> int:
             if se:
                 events[k] = {**se, "declared": evd.get("declared_kernels", [])}
             kp = evd.get("kernel_profile") or {}
-            ncu[k] = {"csv": kp.pop("raw_csv", ""), "status": kp.get("status"), "reason": kp.get("reason")}
+            if kp.get("raw_csv"):  # a candidate that failed before profiling has no ncu table to record
+                ncu[k] = {"csv": kp.pop("raw_csv"), "status": kp.get("status"), "reason": kp.get("reason")}
             fb = make_feedback(r)
             record["candidates"][k] = {"status": r["status"], "error": r["error"], "speedup": r["speedup"],
                                        "runtime_us": r["runtime_us"], "feedback": fb, "text": render_feedback(fb),
@@ -97,7 +98,9 @@ def main() -> int:
     for k, c in record["candidates"].items():
         print(f"\n=== {k}: {c['status']} {c['error'] or ''} speedup {c['speedup']} build {c['build_s']} s; "
               f"profiling: system {c['system_profile_s']} s, ncu {c['ncu_s']} s ===\n{c['text']}")
-    print(f"\nncu status: { {k: v['status'] for k, v in ncu.items()} }; total {record['meta']['total_s']:.0f} s")
+    names = [f"ref:{t}" for t in record["reference"]] + list(cands)
+    print(f"\nncu status: { {k: (ncu.get(k) or {}).get('status') for k in names} }; "
+          f"total {record['meta']['total_s']:.0f} s")
     return 0
 
 

@@ -28,7 +28,7 @@ def run():
     tasks = {t.id: t for t in load_suite("level3", ids=["l3_01_mlp", "l3_07_gpt_block"]).tasks}
     with Evaluator(cfg) as ev:
         futs = {b: ev.submit(tasks["l3_01_mlp"], SRC.read_text().replace("BEHAVIOUR", b))
-                for b in ("bias_gelu", "naive_bias_gelu")}
+                for b in ("bias_gelu", "slow_bias_gelu")}
         refs = {tid: ev.reference_profile(t) for tid, t in tasks.items()}
         cands = {b: f.result() for b, f in futs.items()}
     return refs, cands
@@ -53,7 +53,7 @@ def test_reference_kernel_profile_classifies_the_gemm(run):
     assert 0 < top["fraction_of_ceiling"] <= 1.05
 
 
-@pytest.mark.parametrize("b", ["bias_gelu", "naive_bias_gelu"])
+@pytest.mark.parametrize("b", ["bias_gelu", "slow_bias_gelu"])
 def test_candidate_profiles_and_feedback(run, b):
     r = run[1][b]
     assert r.status == "ok", (r.error, r.log_tail)
@@ -64,5 +64,7 @@ def test_candidate_profiles_and_feedback(run, b):
     fb = make_feedback(r.to_dict())
     txt = render_feedback(fb)
     assert fb["profile"]["target"]["share"] > 0 and "attack: " in txt and "ceiling: " in txt
-    if b == "naive_bias_gelu":
-        assert fb["profile"]["target"]["base"] == "naive_gemm_kernel"
+    if b == "slow_bias_gelu":  # the epilogue in one block: it outweighs the GEMMs and fills ~1/132 of the GPU
+        t = fb["profile"]["target"]
+        assert t["base"] == "bias_gelu_one_block_kernel" and t["origin"] == "candidate", t
+        assert t["class"] == "latency/launch-bound", t

@@ -48,6 +48,7 @@ METRICS = {  # ncu metric -> our key
     "sm__sass_thread_inst_executed_op_fmul_pred_on.sum": "fmul",
     "sm__inst_executed_pipe_tensor.sum": "tensor_inst",
 }
+_KEEP = ("ID", "Kernel Name", "Function Name", "Block Size", "Grid Size")  # non-metric columns a result keeps
 _NUM = re.compile(r"^-?[\d,]*\.?\d+(?:[eE][-+]?\d+)?$")
 
 
@@ -62,17 +63,16 @@ def parse_csv(text: str) -> list[dict]:
     """One dict per profiled launch from ``ncu --csv --page raw`` output.
 
     Lines before the ``"ID",...`` header (``==PROF==`` messages, the program's own output) and the
-    units row under it are skipped; numbers may carry thousands separators.
+    units row under it are skipped; numbers may carry thousands separators. ncu 2025.x prints ~320
+    columns per launch on the raw page (device attributes, every .avg/.min/.max/.sum) whatever
+    ``--metrics`` asks; a row shorter than the header was cut off (a stored excerpt) and is dropped.
     """
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
-    if start is None:
-        return []
+    header, body = _table(text)
     rows = []
-    reader = csv.reader(io.StringIO("\n".join(ln for ln in lines[start:] if ln.startswith('"'))))
-    header = next(reader)
-    for r in reader:
+    for r in body:
         if not r or not r[0].strip():  # the units row has an empty ID
+            continue
+        if len(r) < len(header):  # truncated: its metrics would silently be missing
             continue
         d = dict(zip(header, r, strict=False))
         name = d.get("Kernel Name") or d.get("Function Name") or ""
@@ -82,6 +82,33 @@ def parse_csv(text: str) -> list[dict]:
                 row[key] = _num(d[metric])
         rows.append(row)
     return rows
+
+
+def _table(text: str) -> tuple[list[str], list[list[str]]]:
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        return [], []
+    rows = list(csv.reader(io.StringIO("\n".join(ln for ln in lines[start:] if ln.startswith('"')))))
+    return rows[0], rows[1:]
+
+
+def compact_csv(text: str) -> str:
+    """The ncu table cut to the columns ``parse_csv`` reads (header, units row, every launch).
+
+    What a result stores instead of the raw output: ~12 kB of header alone in ncu 2025.x, so a
+    prefix of the raw text kept only two launches and part of a third.
+    """
+    header, body = _table(text)
+    if not header:
+        return ""
+    keep = [i for i, h in enumerate(header) if h in _KEEP or h in METRICS]
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    for r in [header, *body]:
+        if len(r) >= len(header):
+            w.writerow([r[i] for i in keep])
+    return buf.getvalue()
 
 
 def aggregate(rows: list[dict]) -> list[dict]:
@@ -155,7 +182,7 @@ def find_ncu(path: str = "auto") -> str | None:
 
 def cache_key(job: dict, bases: list[str], gpu: str | None) -> str:
     material = {k: job.get(k) for k in ("kind", "task_source", "overrides", "candidate_source", "seed", "env")}
-    material.update(bases=sorted(bases), gpu=gpu, metrics=sorted(METRICS), v=1)
+    material.update(bases=sorted(bases), gpu=gpu, metrics=sorted(METRICS), v=2)  # v2: raw_csv is the compact table
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
@@ -221,7 +248,7 @@ def result_from_csv(text: str, chosen: list[dict], thresholds: dict, ceilings: d
         if s:
             k["share"], k["time_us_per_forward"] = s["share"], s["time_us"]
         kernels.append(k)
-    return {"status": "ok", "kernels": kernels, "raw_csv": text if len(text) < 20000 else text[:20000]}
+    return {"status": "ok", "kernels": kernels, "raw_csv": compact_csv(text)}
 
 
 # -- the profiled process (run under ncu) --------------------------------------------------------
