@@ -13,13 +13,12 @@ def reference_ops(source: str) -> list[str]:
     Returns ``[]`` when the reference cannot be instantiated on the meta device.
     """
     try:
-        import torch
 
-        from rewards.harness.reference import load_module
+        from rewards.harness.reference import load_module, meta_device
 
         with contextlib.redirect_stdout(io.StringIO()):
             mod = load_module(source, name="reference_ops")
-            with torch.device("meta"):
+            with meta_device():
                 model = mod.Model(*mod.get_init_inputs())
     except Exception:  # noqa: BLE001 - a summary, never fatal
         return []

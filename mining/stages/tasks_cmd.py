@@ -12,14 +12,14 @@ from rich.table import Table
 
 from mining.errors import UserError
 from mining.tasks import Task, load_tasks
-from rewards.harness.reference import load_module
+from rewards.harness.reference import load_module, meta_device
 
 
 def describe(task: Task) -> dict:
     """Parameter count and input shapes, computed on the meta device (nothing allocated)."""
     with contextlib.redirect_stdout(io.StringIO()):
         mod = load_module(task.source, name=task.id)
-        with torch.device("meta"):
+        with meta_device():
             model = mod.Model(*mod.get_init_inputs())
             inputs = mod.get_inputs()
     params = sum(p.numel() for p in model.parameters())

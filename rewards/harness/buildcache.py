@@ -19,6 +19,7 @@ a candidate; the record says which rewrite ran (``fast_build``).
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import inspect
@@ -111,8 +112,24 @@ def _load(args: dict, root: str, fast: str | None = None):
         except Exception:  # noqa: BLE001 - a damaged cache entry is rebuilt below
             pass
     os.makedirs(bdir, exist_ok=True)
-    mod = _ORIG(**{**args, "build_directory": bdir})
-    open(os.path.join(bdir, MARKER), "w").close()
+    # One build of a key at a time across workers; the kernel drops the flock if its holder is
+    # killed, unlike torch's own ``lock`` file, which a killed build leaves behind and which then
+    # stalls every later build of that key until the build timeout.
+    with open(os.path.join(bdir, ".km_build_lock"), "w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        if os.path.exists(os.path.join(bdir, MARKER)):  # built by another worker while we waited
+            mod = ce._import_module_from_library(args["name"], bdir, args.get("is_python_module", True))
+            rec.update(cache_hit=True, build_s=time.perf_counter() - t0)
+            RECORDS.append(rec)
+            return mod
+        stale = os.path.join(bdir, "lock")
+        if os.path.exists(stale):  # we hold the key's lock: nobody is building here
+            os.remove(stale)
+        # copies: load_inline inserts its headers into the lists it is given, which would change
+        # this call's key for any later use of the same arguments
+        mod = _ORIG(**{**args, "build_directory": bdir, "cpp_sources": _as_list(args.get("cpp_sources")),
+                       "cuda_sources": _as_list(args.get("cuda_sources")) or None})
+        open(os.path.join(bdir, MARKER), "w").close()
     rec.update(cache_hit=False, build_s=time.perf_counter() - t0)
     RECORDS.append(rec)
     return mod
