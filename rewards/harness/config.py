@@ -26,6 +26,8 @@ class HarnessConfig:
     input_sets: int = 3
     l2_flush_mb: int = 256
     spot_checks: int = 3
+    timing_input_scaling: bool = True
+    timing_scale_range: list = field(default_factory=lambda: [0.5, 1.0])
     timer_disagreement: float = 1.5
     timer_slack_us: float = 50.0
     timeouts_s: dict = _d(build=600, correctness=120, timing=300, baseline=600, start=120)
@@ -63,6 +65,9 @@ class HarnessConfig:
         base.profiling = profcfg.resolve(base.profiling)  # unknown profiling keys fail here
         if base.input_sets < 3 or base.trials < 1:
             raise ValueError("harness.input_sets must be >= 3 and harness.trials >= 1")
+        lo, hi = (float(v) for v in base.timing_scale_range)
+        if not 0 < lo <= hi:
+            raise ValueError("harness.timing_scale_range must be [lo, hi] with 0 < lo <= hi")
         return base
 
     def to_dict(self) -> dict:

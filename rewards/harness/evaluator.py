@@ -18,7 +18,9 @@ from __future__ import annotations
 import concurrent.futures as cf
 import os
 import queue
+import random
 import re
+import secrets
 import signal
 import threading
 import time
@@ -26,7 +28,7 @@ from typing import Any
 
 import torch
 
-from rewards.harness import baselines, protocol
+from rewards.harness import baselines, protocol, timing
 from rewards.harness.compare import compare, zeros_would_pass
 from rewards.harness.config import HarnessConfig
 from rewards.harness.result import EvalResult
@@ -304,13 +306,17 @@ class Evaluator:
             self._ref = self._spawn("reference", self._all_slots[0].gpu)
             ask(self._ref, None, c.timeouts_s.get("start", 120))
         with gpu_lock:
-            ctx = ask(self._ref, {"op": "prepare", "task_source": task.source, "overrides": ov,
-                                  "seed": c.seed, "device": self.device,
-                                  "trial_seeds": [c.seed + 1 + i for i in range(c.trials)],
-                                  "set_seeds": [c.seed + 1001 + i for i in range(c.input_sets)]},
-                      c.timeouts_s["baseline"])
+            # spot pairs: secret per task; their outputs are the spot checks' references
+            job = {"op": "prepare", "task_source": task.source, "overrides": ov,
+                   "seed": c.seed, "device": self.device,
+                   "trial_seeds": [c.seed + 1 + i for i in range(c.trials)],
+                   "set_seeds": [c.seed + 1001 + i for i in range(c.input_sets)],
+                   "spot_pairs": timing.spot_pool(random.Random(secrets.randbits(64)), c.input_sets,
+                                                  c.spot_checks + 1, self._scale())}
+            ctx = ask(self._ref, job, c.timeouts_s["baseline"])
         tt["prepare_s"] = time.perf_counter() - t0
         ctx["overrides"], ctx["task_source"] = ov, task.source
+        ctx["spot"] = [(s, f, outs) for (s, f), outs in zip(job["spot_pairs"], ctx["spot"], strict=True)]
         ctx["baseline"] = {}
         if c.baselines:
             bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls)
@@ -327,7 +333,10 @@ class Evaluator:
                     tt["compile_s"] = time.perf_counter() - t1
                 t1 = time.perf_counter()
                 with gpu_lock:
-                    base = ask(self._ref, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls,
+                    # the candidate's kind of plan (staged, scaled inputs), from a public seed
+                    plan = timing.make_plan(c.seed, c.input_sets, c.warmup, c.timed_calls * timing.rounds(self.device),
+                                            [], 0, self._scale())
+                    base = ask(self._ref, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls, "plan": plan,
                                            "l2_flush_mb": c.l2_flush_mb, "profile": c.profile,
                                            "system": self._system_job(ctx["dtype"]),
                                            "profile_calls": c.profiling["system"]["reference_calls"]},
@@ -353,6 +362,16 @@ class Evaluator:
 
             out["nsys"] = nsysprobe.probe(self.cfg.profiling["nsys"]["timeout_s"])
         return out
+
+    def _scale(self) -> tuple[float, float] | None:
+        """The per-call factor range for floating-point timed inputs (None: inputs unscaled)."""
+        return tuple(self.cfg.timing_scale_range) if self.cfg.timing_input_scaling else None
+
+    def _plan(self, ctx: dict) -> dict:
+        """This evaluation's secret plan: a fresh seed the candidate never sees before its calls."""
+        c = self.cfg
+        return timing.make_plan(secrets.randbits(64), c.input_sets, c.warmup, c.timed_calls * timing.rounds(self.device),
+                                [(s, f) for s, f, _ in ctx["spot"]], c.spot_checks, self._scale())
 
     def _system_job(self, dtype: str) -> dict | None:
         s = self.cfg.profiling["system"]
@@ -447,11 +466,11 @@ class Evaluator:
             if not self._judge(res["trials"], ctx, r, ev):
                 return
             phase = "timing"
-            tr = timed("time", {"op": "time", "sets": [xs for xs, _ in ctx["sets"]], "warmup": c.warmup,
-                                "calls": c.timed_calls, "l2_flush_mb": c.l2_flush_mb,
-                                "spot_checks": c.spot_checks}, t["timing"])
+            plan = self._plan(ctx)
+            tr = timed("time", {"op": "time", "sets": [xs for xs, _ in ctx["sets"]], "plan": plan,
+                                "calls": c.timed_calls, "l2_flush_mb": c.l2_flush_mb}, t["timing"])
             ph["time_worker"] = tr.get("op_s", 0.0)
-            self._timing(tr, ctx, r, ev)
+            self._timing(tr, ctx, plan, r, ev)
             if self.device == "cuda" and c.profile and r.status == "ok":
                 phase = "profile"
                 prof = timed("profile", {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
@@ -506,9 +525,8 @@ class Evaluator:
         r.status, r.correct = "ok", True
         return True
 
-    def _timing(self, tr: dict, ctx: dict, r: EvalResult, ev: dict) -> None:
-        from rewards.harness.timing import stats
-
+    def _timing(self, tr: dict, ctx: dict, plan: dict, r: EvalResult, ev: dict) -> None:
+        stats = timing.stats
         wall = stats(tr["wall_us"])
         ev["wall_us"] = wall["median"]
         if self.device == "cuda":
@@ -525,10 +543,12 @@ class Evaluator:
         ev["threads_started"] = tr["threads_started"]
         ev["precision_flags"] = tr["precision_flags"]
         bad = False
-        for _, (set_idx, outs) in sorted(tr["kept"].items()):
-            if not compare(outs, ctx["sets"][set_idx][1], self.cfg.atol, self.cfg.rtol)["ok"]:
+        for i, p in sorted(plan["spot"].items()):  # the parent's plan, not the worker's word, says which
+            outs = tr["kept"].get(i)
+            if outs is None or not compare(outs, ctx["spot"][p][2], self.cfg.atol, self.cfg.rtol)["ok"]:
                 bad = True
         ev["spot_check_failed"] = bad
+        ev["timing_inputs_scaled"] = self._scale() is not None
         if bad:
             r.status, r.correct, r.error = "incorrect", False, "a timed call's output disagreed with the reference"
             return

@@ -136,10 +136,9 @@ class Candidate:
 
     def time(self, job: dict) -> dict:
         sets = [_devcopy(xs, self.device) for xs in job["sets"]]
-        keep = set(timing.spot_indices(job["calls"], len(sets), job["spot_checks"]))
-        r = timing.time_calls(self.model, sets, self.device, job["warmup"], job["calls"],
-                              job["l2_flush_mb"], keep)
-        r["kept"] = {int(i): (i % len(sets), outs) for i, outs in r["kept"].items()}
+        plan = job["plan"]
+        r = timing.time_calls(self.model, sets, self.device, len(plan["warmup"]), job["calls"],
+                              job["l2_flush_mb"], set(plan["spot"]), plan)
         r["threads_started"] = threading.active_count() - self.threads0
         r["precision_flags"] = {
             "allow_tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
@@ -202,6 +201,11 @@ class Reference:
         trials = [run(s) for s in job["trial_seeds"]]
         sets = [run(s) for s in job["set_seeds"]]
         self.sets = [_devcopy(xs, dev) for xs, _ in sets]
+        spot = []  # outputs for the (set, factor) pairs that timed calls are spot-checked on
+        for s, f in job.get("spot_pairs", []):
+            with torch.no_grad():
+                outs = timing.flatten(model(*[timing.scaled(x, f) for x in self.sets[s]]))
+            spot.append([o.detach().cpu() for o in outs])
         from torch.utils.flop_counter import FlopCounterMode
 
         with torch.no_grad(), FlopCounterMode(display=False) as fc:
@@ -209,7 +213,7 @@ class Reference:
         nbytes = lambda ts: sum(t.numel() * t.element_size() for t in ts if isinstance(t, torch.Tensor))  # noqa: E731
         params = list(model.parameters()) + list(model.buffers())
         dtype = str(params[0].dtype if params else outs[0].dtype).replace("torch.", "")
-        return {"trials": trials, "sets": sets, "ref_flops": float(fc.get_total_flops()),
+        return {"trials": trials, "sets": sets, "spot": spot, "ref_flops": float(fc.get_total_flops()),
                 "ref_bytes": float(nbytes(self.sets[0]) + nbytes(params) + nbytes(outs)), "dtype": dtype}
 
     def compile(self, job: dict) -> dict:
@@ -227,7 +231,8 @@ class Reference:
             return {"compile_error": _err(e)}
 
     def baseline(self, job: dict) -> dict:
-        t = lambda fn: timing.time_calls(fn, self.sets, self.device, job["warmup"], job["calls"], job["l2_flush_mb"])  # noqa: E731
+        t = lambda fn: timing.time_calls(fn, self.sets, self.device, job["warmup"], job["calls"],  # noqa: E731
+                                         job["l2_flush_mb"], plan=job.get("plan"))
         r = t(self.model)
         key = "event_us" if self.device == "cuda" else "wall_us"
         out = {"ref_runtime_us": timing.stats(r[key])["median"], "ref_compile_runtime_us": None}
