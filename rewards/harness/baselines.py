@@ -17,8 +17,14 @@ def _dir(cache_dir: str | None) -> str:
     return os.path.join(os.path.expanduser(cache_dir or DEFAULT_CACHE), "baselines")
 
 
+# bump when the timing protocol changes, so baselines timed the old way are not reused
+# (2: per-call planned buffers and scaled inputs)
+PROTOCOL = 2
+
+
 def key(task_hash: str, device_name: str, torch_version: str, overrides: dict, calls: int) -> str:
-    shape = hashlib.sha256(json.dumps([overrides, calls], sort_keys=True).encode()).hexdigest()[:12]
+    material = [overrides, calls, PROTOCOL]
+    shape = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:12]
     safe = lambda s: "".join(c if c.isalnum() or c in ".-" else "_" for c in s)  # noqa: E731
     return f"{task_hash}__{safe(device_name)}__{safe(torch_version)}__{shape}"
 
