@@ -10,7 +10,6 @@ import json
 import time
 
 import pytest
-import torch
 
 from agents.tiny_model import build_tiny_model
 from train.config import TrainConfig

@@ -60,7 +60,8 @@ def test_offline_mode_prefers_high_reward(tiny, tmp_path):
     ck = Store(tmp_path).read("checkpoints").to_pylist()[0]
     trained = ck["adapter_path"]
     # compare against the untrained base: the good response gained, the bad one lost
-    from transformers import AutoModelForCausalLM as M, AutoTokenizer as T
+    from transformers import AutoModelForCausalLM as M
+    from transformers import AutoTokenizer as T
 
     tok, base = T.from_pretrained(tiny), M.from_pretrained(tiny).eval()
 

@@ -70,7 +70,7 @@ def register(store_root: str | Path, checkpoint_id: str, folder: Path, meta: dic
            "adapter_path": str(Path(folder) / "adapter"), "step": int(meta.get("step", 0)),
            "reward_mean": meta.get("reward_mean"), "reward_std": meta.get("reward_std"),
            "data_hash": meta.get("data_hash"), "metadata_json": json.dumps(meta, default=str),
-           "created_at": dt.datetime.now(dt.timezone.utc), "run_id": meta.get("run_id"),
+           "created_at": dt.datetime.now(dt.UTC), "run_id": meta.get("run_id"),
            "round": int(meta.get("round", 0)), "policy": meta.get("policy"),
            "torch": torch.__version__, "cuda": torch.version.cuda,
            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"}

@@ -56,11 +56,11 @@ def generate_hf(model, tok, prompts: list, metas: list[dict], group_size: int,
     comp = out[:, ids.size(1):]
     cmask = completion_mask(comp, tok.eos_token_id)
     comp = comp.masked_fill(cmask == 0, tok.pad_token_id)
-    completions = tok.batch_decode([c[m.bool()] for c, m in zip(comp, cmask)], skip_special_tokens=True)
+    completions = tok.batch_decode([c[m.bool()] for c, m in zip(comp, cmask, strict=True)], skip_special_tokens=True)
     rep_prompts = [p for p in prompts for _ in range(group_size)]
     rep_meta = [dict(m, completion_ids=c[mm.bool()].tolist(), group=i // group_size)
                 for i, (m, c, mm) in enumerate(zip([m for m in metas for _ in range(group_size)],
-                                                   comp, cmask))]
+                                                   comp, cmask, strict=True))]
     return Rollout(rep_prompts, completions, ids, am, comp, cmask, rep_meta,
                    gen_s=time.perf_counter() - t0)
 

@@ -37,7 +37,7 @@ class SkillReward:
 
         out: list[float] = [0.0] * len(completions)
         futs: dict[cf.Future, tuple[int, str, Any]] = {}
-        for i, (text, m) in enumerate(zip(completions, meta)):
+        for i, (text, m) in enumerate(zip(completions, meta, strict=True)):
             task = self.tasks.get(m.get("task_id"))
             if task is None:
                 out[i] = math.nan
