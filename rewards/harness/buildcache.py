@@ -97,40 +97,43 @@ def lighten(args: dict) -> tuple[dict, str | None]:
     return (args, None) if new == cuda else ({**args, "cuda_sources": new}, "no_extension_h")
 
 
+def _cached(args: dict, bdir: str):
+    """The module of a finished build in ``bdir`` (its marker present and it imports), else None."""
+    if not os.path.exists(os.path.join(bdir, MARKER)):
+        return None
+    try:
+        return ce._import_module_from_library(args["name"], bdir, args.get("is_python_module", True))
+    except Exception:  # noqa: BLE001 - a damaged cache entry is rebuilt
+        return None
+
+
 def _load(args: dict, root: str, fast: str | None = None):
     key = build_key(args)
     bdir = os.path.join(root, key)
     rec = {"name": args["name"], "key": key, "cuda_sources": _as_list(args.get("cuda_sources")),
            "cpp_sources": _as_list(args.get("cpp_sources")), "fast_build": fast}
     t0 = time.perf_counter()
-    if os.path.exists(os.path.join(bdir, MARKER)):
-        try:
-            mod = ce._import_module_from_library(args["name"], bdir, args.get("is_python_module", True))
-            rec.update(cache_hit=True, build_s=time.perf_counter() - t0)
-            RECORDS.append(rec)
-            return mod
-        except Exception:  # noqa: BLE001 - a damaged cache entry is rebuilt below
-            pass
-    os.makedirs(bdir, exist_ok=True)
-    # One build of a key at a time across workers; the kernel drops the flock if its holder is
-    # killed, unlike torch's own ``lock`` file, which a killed build leaves behind and which then
-    # stalls every later build of that key until the build timeout.
-    with open(os.path.join(bdir, ".km_build_lock"), "w") as lk:
-        fcntl.flock(lk, fcntl.LOCK_EX)
-        if os.path.exists(os.path.join(bdir, MARKER)):  # built by another worker while we waited
-            mod = ce._import_module_from_library(args["name"], bdir, args.get("is_python_module", True))
-            rec.update(cache_hit=True, build_s=time.perf_counter() - t0)
-            RECORDS.append(rec)
-            return mod
-        stale = os.path.join(bdir, "lock")
-        if os.path.exists(stale):  # we hold the key's lock: nobody is building here
-            os.remove(stale)
-        # copies: load_inline inserts its headers into the lists it is given, which would change
-        # this call's key for any later use of the same arguments
-        mod = _ORIG(**{**args, "build_directory": bdir, "cpp_sources": _as_list(args.get("cpp_sources")),
-                       "cuda_sources": _as_list(args.get("cuda_sources")) or None})
-        open(os.path.join(bdir, MARKER), "w").close()
-    rec.update(cache_hit=False, build_s=time.perf_counter() - t0)
+    mod = _cached(args, bdir)
+    hit = mod is not None
+    if not hit:
+        os.makedirs(bdir, exist_ok=True)
+        # One build of a key at a time across workers; the kernel drops the flock if its holder is
+        # killed, unlike torch's own ``lock`` file, which a killed build leaves behind and which
+        # then stalls every later build of that key until the build timeout.
+        with open(os.path.join(bdir, ".km_build_lock"), "w") as lk:
+            fcntl.flock(lk, fcntl.LOCK_EX)
+            mod = _cached(args, bdir)  # built by another worker while we waited
+            hit = mod is not None
+            if not hit:
+                for leftover in (MARKER, "lock"):  # a damaged build's marker; a killed build's lock
+                    if os.path.exists(os.path.join(bdir, leftover)):  # (we hold the key: nobody builds)
+                        os.remove(os.path.join(bdir, leftover))
+                # copies: load_inline inserts its headers into the lists it is given, which would
+                # change this call's key for any later use of the same arguments
+                mod = _ORIG(**{**args, "build_directory": bdir, "cpp_sources": _as_list(args.get("cpp_sources")),
+                               "cuda_sources": _as_list(args.get("cuda_sources")) or None})
+                open(os.path.join(bdir, MARKER), "w").close()
+    rec.update(cache_hit=hit, build_s=time.perf_counter() - t0)
     RECORDS.append(rec)
     return mod
 
