@@ -253,15 +253,20 @@ class Evaluator:
     def _spawn(self, role: str, gpu: str | None) -> Worker:
         if self._closing:
             raise RuntimeError("the evaluator is shutting down")
-        env = {"KM_DEVICE": self.device, "MAX_JOBS": str(self.cfg.build_max_jobs),
-               "TORCH_EXTENSIONS_DIR": os.path.join(self.cache, "ext"),
-               "CUDA_VISIBLE_DEVICES": "" if (role == "build" or gpu is None) else gpu}
-        if self.arch:
-            env["TORCH_CUDA_ARCH_LIST"] = self.arch
+        env = {**self._ext_env(None if role == "build" else gpu), "KM_DEVICE": self.device,
+               "MAX_JOBS": str(self.cfg.build_max_jobs)}
         w = Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace)
         with self._wlock:
             self._workers.add(w)
         return w
+
+    def _ext_env(self, gpu: str | None) -> dict:
+        """What every process that loads candidate extensions shares: the build cache, the
+        build's arch and the one GPU it may see (none for builds)."""
+        env = {"TORCH_EXTENSIONS_DIR": os.path.join(self.cache, "ext"), "CUDA_VISIBLE_DEVICES": gpu or ""}
+        if self.arch:
+            env["TORCH_CUDA_ARCH_LIST"] = self.arch
+        return env
 
     def _live(self) -> list[Worker]:
         with self._wlock:
@@ -389,10 +394,8 @@ class Evaluator:
             return
         from rewards.harness import ncuprof
 
-        env = {"TORCH_CUDA_ARCH_LIST": self.arch or "", "CUDA_VISIBLE_DEVICES": gpu or "",
-               "TORCH_EXTENSIONS_DIR": os.path.join(self.cache, "ext")}  # as the workers have it: cache hits
         job = {**job, "kind": kind, "seed": self.cfg.seed, "cache_root": self.cache, "fast_build": self.cfg.fast_build,
-               "env": env}
+               "env": self._ext_env(gpu)}  # as the workers have it: cache hits
         rec[out_key] = ncuprof.profile(job, rec[sys_key]["top_kernels"], k, self.cfg.ceilings, dtype,
                                        self.cache, self.info.get("gpu"))
 
