@@ -95,15 +95,9 @@ def test_bad_shard_settings_are_one_sentence(tmp_path, replay, capsys, extra, ms
 
 @pytest.mark.slow
 def test_score_shards_score_each_sample_once(tmp_path):
-    from test_store_score import BAD, GOOD
-    from test_store_synth import turns
+    from test_store_score import store_to_score
 
-    rows = turns()
-    rows[1]["code"], rows[3]["code"] = BAD, GOOD
-    st = Store(tmp_path)
-    st.write("turns", rows)
-    common = [f"store.root={tmp_path}", "harness.device=cpu", "harness.timed_calls=5",
-              "harness.compile_baseline=false", "harness.profile=false"]
+    st, common = store_to_score(tmp_path)
     assert cli(["split", *common]) == 0
     samples = st.read("samples").column("sample_id").to_pylist()
     assert len(samples) == 2

@@ -29,15 +29,21 @@ class ModelNew(nn.Module):
 BAD = GOOD.replace("return self.net(x)", "return self.net(x) * 0.0 + 1.0")
 
 
-@pytest.mark.slow
-def test_score_writes_one_row_per_sample_and_is_idempotent(tmp_path):
+def store_to_score(root) -> tuple[Store, list[str]]:
+    """A store whose turns hold one wrong (Skill 1) and one correct (Skill 2) program, and the
+    overrides that score them quickly on the CPU harness."""
     rows = turns()
     rows[1]["code"], rows[3]["code"] = BAD, GOOD
-    st = Store(tmp_path)
+    st = Store(root)
     st.write("turns", rows)
-    common = [f"store.root={tmp_path}", "harness.device=cpu", "harness.timed_calls=5",
-              "harness.compile_baseline=false", "harness.profile=false",
-              "store.score.batch_size=1"]
+    return st, [f"store.root={root}", "harness.device=cpu", "harness.timed_calls=5",
+                "harness.compile_baseline=false", "harness.profile=false"]
+
+
+@pytest.mark.slow
+def test_score_writes_one_row_per_sample_and_is_idempotent(tmp_path):
+    st, common = store_to_score(tmp_path)
+    common.append("store.score.batch_size=1")
     p = subprocess.run([sys.executable, "-m", "mining", "split", *common], capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr
