@@ -4,21 +4,24 @@
     python bench/harness_throughput.py --device cpu        # C++ candidates, small sizes (CI box)
 
 3 small-but-real tasks x --variants candidates (block size / unroll tag differ, so content
-hashes differ; silu's CUDA source is torch-free, the others use torch in the .cu) are
-evaluated (b) by this harness (parallel cached builds, sandboxed workers, fresh cache) and
-(a) by a KernelBench-style loop (in-process load_inline, serial, 5 trials, 3 warm-ups + 100
-timed calls) on --baseline-n of them (its per-candidate time is a build plus a run, so the
-rate does not depend on how many); the ratio compares candidates per minute. Progress lines
-go to stderr as candidates finish. Then: where the harness's time went (median per phase),
-the median build_s with fast_build on vs off (GPU: fresh variants built by the harness with
-fast_build on, next to the baseline's own builds, which are plain load_inline), and the
-coefficient of variation of one candidate's runtime over 5 evaluations.
+hashes differ; silu's CUDA source is torch-free, the others use torch in the .cu; 8 per task on
+the GPU = 24) are each evaluated two ways: (b) by this harness (parallel cached builds, sandboxed
+workers, fresh cache) and (a) by KernelBench's own batch recipe (`--baseline batch`, default):
+build_compile_cache's parallel CPU pre-compile of every candidate with plain load_inline, as many
+builds at once as the harness runs, then a serial in-process evaluation of each (5 trials, 3
+warm-ups + 100 timed calls with L2 flush and events). `--baseline serial` is KernelBench's
+single-sample loop instead (build and evaluate one at a time) on --baseline-n candidates. The
+ratio compares candidates per minute. Progress lines go to stderr as candidates finish. Then:
+where the harness's time went (median per phase), the median build_s of the harness's builds
+(fast_build) vs the baseline's plain load_inline builds of the same candidates, and the
+coefficient of variation of one candidate's runtime over --cv-reps evaluations.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import multiprocessing as mp
 import os
 import signal
 import statistics
@@ -213,13 +216,28 @@ def candidates(variants: int, salt: str, device: str) -> list[tuple[str, str]]:
     return [(tid, candidate(tid, v, salt, device)) for v in range(variants) for tid in TASKS]
 
 
+def kb_build(cand_src: str, ext_dir: str) -> dict:
+    """KernelBench's build_compile_cache step, on a CPU worker: import the candidate once so its
+    load_inline compiles into the build directory the evaluation will load from."""
+    os.environ["TORCH_EXTENSIONS_DIR"] = ext_dir
+    t0 = time.perf_counter()
+    try:
+        exec(cand_src, types.ModuleType("cand").__dict__)
+        return {"built": True, "build_s": time.perf_counter() - t0}
+    except Exception as e:  # a compile error is a result, as in KernelBench
+        return {"built": False, "build_s": time.perf_counter() - t0, "error": str(e)[-300:]}
+
+
 def kernelbench_style(task_src: str, cand_src: str, device: str, trials=5, warmup=3, calls=100) -> dict:
     """What KernelBench's eval does: exec in this process, seed 42, allclose, events + L2 flush
-    (host clock on CPU). Returns correctness and the in-process build time."""
+    (host clock on CPU). Returns correctness and the in-process build (or cache load) time."""
     ref, cand = types.ModuleType("ref"), types.ModuleType("cand")
     exec(task_src, ref.__dict__)
     t0 = time.perf_counter()
-    exec(cand_src, cand.__dict__)
+    try:
+        exec(cand_src, cand.__dict__)
+    except Exception as e:
+        return {"ok": False, "build_s": time.perf_counter() - t0, "error": str(e)[-300:]}
     build_s = time.perf_counter() - t0
     torch.manual_seed(42)
     init = ref.get_init_inputs()
@@ -273,8 +291,11 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    ap.add_argument("--variants", type=int, default=None, help="candidates per task (cuda 4, cpu 1)")
-    ap.add_argument("--baseline-n", type=int, default=None, help="KernelBench-style candidates (cuda 2, cpu 1)")
+    ap.add_argument("--variants", type=int, default=None, help="candidates per task (cuda 8, cpu 1)")
+    ap.add_argument("--baseline", choices=("batch", "serial"), default="batch",
+                    help="KernelBench's batch recipe (parallel pre-compile, serial eval) on every "
+                         "candidate, or its single-sample serial loop on --baseline-n of them")
+    ap.add_argument("--baseline-n", type=int, default=None, help="serial baseline: candidates (cuda 2, cpu 1)")
     ap.add_argument("--cv-reps", type=int, default=5)
     ap.add_argument("--ncu", action="store_true", help="also run ncu on the top kernels (reference and each candidate)")
     ap.add_argument("--timed-calls", type=int, default=None, help="harness and baseline (cuda 100, cpu 20)")
@@ -282,7 +303,7 @@ def main() -> None:
     dev = args.device
     if dev == "cuda" and not torch.cuda.is_available():
         sys.exit("this benchmark needs a CUDA GPU; use --device cpu on a CPU machine")
-    variants = args.variants or (4 if dev == "cuda" else 1)
+    variants = args.variants or (8 if dev == "cuda" else 1)
     base_n = args.baseline_n if args.baseline_n is not None else (2 if dev == "cuda" else 1)
     calls = args.timed_calls or (100 if dev == "cuda" else 20)
     salt = str(int(time.time()))
@@ -314,33 +335,37 @@ def main() -> None:
         print(f"device {dev}, GPU {gpu}, torch {torch.__version__}, {os.cpu_count()} cores, fresh cache", flush=True)
         report_harness(results, t_h, ev.task_timings)
 
-        # fast_build on: fresh variants (torch-free silu, torch-using linear_gelu), built by the
-        # harness while the baseline below builds the same templates with plain load_inline
-        abl_src = [candidate(tid, 0, salt + "-fast", dev) for tid in ("silu", "linear_gelu")] if dev == "cuda" else []
-        abl_pool = cf.ThreadPoolExecutor(max(1, len(abl_src)))
-        abl = [abl_pool.submit(ev.build, s, True) for s in abl_src]
-
-        picks = [cands[i] for i in (0, 1, 2)][:base_n]  # silu, linear_gelu, softmax v0
-        os.environ["TORCH_EXTENSIONS_DIR"] = tempfile.mkdtemp(prefix="km-bench-kb-")
+        # the baseline builds fresh copies (its own salt: no shared build products)
+        kb_src = [(tid, src.replace(salt, salt + "kb")) for tid, src in cands]
+        if args.baseline == "serial":
+            kb_src = [kb_src[i] for i in (0, 1, 2)][:base_n]  # silu, linear_gelu, softmax v0
+        ext_dir = tempfile.mkdtemp(prefix="km-bench-kb-")
+        os.environ["TORCH_EXTENSIONS_DIR"] = ext_dir
         t1 = time.perf_counter()
+        pre = [None] * len(kb_src)
+        if args.baseline == "batch":  # the parallel CPU pre-compile, as many builds at once as the harness
+            with cf.ProcessPoolExecutor(ev.n_build, mp_context=mp.get_context("spawn")) as pool:
+                futs = {pool.submit(kb_build, src, ext_dir): i for i, (_, src) in enumerate(kb_src)}
+                for n, f in enumerate(cf.as_completed(futs), 1):
+                    pre[futs[f]] = f.result()
+                    log(f"[kb {time.perf_counter() - t1:6.1f}s] pre-compiled {n}/{len(kb_src)}: {pre[futs[f]]}")
         kb = []
-        for tid, src in picks:
-            kb.append(kernelbench_style(tasks[tid].source, src.replace(salt, salt + "kb"), dev, calls=calls))
+        for (tid, src), built in zip(kb_src, pre, strict=True):
+            kb.append(kernelbench_style(tasks[tid].source, src, dev, calls=calls))
+            if built:
+                kb[-1].update(build_s=built["build_s"], load_s=kb[-1]["build_s"])
             log(f"[kb {time.perf_counter() - t1:6.1f}s] {tid}: ok={kb[-1]['ok']} build_s={kb[-1]['build_s']:.1f}")
         t_b = time.perf_counter() - t1
-        abl_on = [f.result() for f in abl]
-        abl_pool.shutdown()
-        rate_h, rate_b = len(cands) / t_h * 60, len(picks) / t_b * 60
-        print(f"{'kernelbench-style':<22}{len(picks):>11}{sum(k['ok'] for k in kb):>9}{t_b:>9.1f}{rate_b:>10.2f}")
-        print(f"throughput ratio (harness / kernelbench-style): {rate_h / rate_b:.2f}x", flush=True)
-        if abl_on:
-            on = statistics.median(r.build_s for r in abl_on if r.build_s)
-            off = statistics.median(k["build_s"] for k in kb[:2])
-            kinds = [r.evidence.get("fast_build") for r in abl_on]
-            print(f"build_s fast_build on (harness, {len(abl_on)} builds {kinds}): median {on:.1f}; "
-                  f"off (plain load_inline, the baseline's {len(kb[:2])} builds of the same templates): "
-                  f"median {off:.1f}; ratio off/on {off / on:.2f}x (built side by side: "
-                  f"{len(abl_on)} + 1 builds on {os.cpu_count()} cores)", flush=True)
+        rate_h, rate_b = len(cands) / t_h * 60, len(kb) / t_b * 60
+        print(f"{'kernelbench-' + args.baseline:<22}{len(kb):>11}{sum(k['ok'] for k in kb):>9}{t_b:>9.1f}{rate_b:>10.2f}")
+        print(f"throughput ratio (harness / kernelbench-{args.baseline}): {rate_h / rate_b:.2f}x", flush=True)
+        on = [r.build_s for r in results if r.build_s and not r.cache_hit]
+        off = [k["build_s"] for k in kb if k.get("build_s")]
+        if on and off:
+            print(f"build_s, same candidates: harness (fast_build) median {statistics.median(on):.1f} (n={len(on)}, "
+                  f"{ev.n_build} at once) vs plain load_inline median {statistics.median(off):.1f} (n={len(off)}, "
+                  f"{ev.n_build if args.baseline == 'batch' else 1} at once): ratio "
+                  f"{statistics.median(off) / statistics.median(on):.2f}x", flush=True)
 
         one = cands[0]
         reps = [ev.submit(tasks[one[0]], one[1]).result() for _ in range(args.cv_reps)]
