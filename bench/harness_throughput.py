@@ -270,10 +270,11 @@ def kernelbench_style(task_src: str, cand_src: str, device: str, trials=5, warmu
 
 
 EXEC_PHASES = ("start", "load", "trials", "time", "profile")
+SLOT_DETAIL = ("take", "trials_worker", "judge", "time_worker", "drop", "slot_held")
 
 
 def phase_table(results) -> list[str]:
-    keys = ["queue", "build", "ref_wait", "slot_wait", *EXEC_PHASES, "total"]
+    keys = ["queue", "build", "ref_wait", "slot_wait", *EXEC_PHASES, *SLOT_DETAIL, "total"]
     rows = [f"{'phase (s)':<12}{'median':>9}{'max':>9}"]
     for k in keys:
         xs = [r.evidence.get("phases_s", {}).get(k) for r in results]
@@ -378,7 +379,7 @@ def report_harness(results, t_h: float, timings: list[dict]) -> None:
     ok_h = sum(r.correct for r in results)
     builds = [r.build_s for r in results if r.build_s is not None and not r.cache_hit]
     bad = [(r.status, r.error) for r in results if not r.correct][:3]
-    held = sum(sum(r.evidence.get("phases_s", {}).get(k, 0.0) for k in EXEC_PHASES) for r in results)
+    held = sum(r.evidence.get("phases_s", {}).get("slot_held", 0.0) for r in results)
     print(f"{'evaluator':<22}{'candidates':>11}{'correct':>9}{'wall s':>9}{'cand/min':>10}")
     print(f"{'kernelmine harness':<22}{len(results):>11}{ok_h:>9}{t_h:>9.1f}{len(results) / t_h * 60:>10.2f}")
     print(f"  median build_s (fresh builds, concurrent): "

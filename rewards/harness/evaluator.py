@@ -214,10 +214,11 @@ class Evaluator:
 
         def ready(_):
             ph["ref_wait"] = time.perf_counter() - t2
-            self._exec_pool.submit(self._guard, fut, self._stage_exec, task, src, ctx, r, fut, t0)
+            self._exec_pool.submit(self._guard, fut, self._stage_exec, task, src, ctx, r, fut, t0, time.perf_counter())
         ctx.add_done_callback(ready)
 
-    def _stage_exec(self, task: Any, src: str, ctxf: cf.Future, r: EvalResult, fut: cf.Future, t0: float) -> None:
+    def _stage_exec(self, task: Any, src: str, ctxf: cf.Future, r: EvalResult, fut: cf.Future, t0: float,
+                    t_ready: float) -> None:
         ev, ph = r.evidence, r.evidence["phases_s"]
         try:
             ctx = ctxf.result()
@@ -226,12 +227,14 @@ class Evaluator:
             fut.set_result(self._finish(r, t0))
             return
         self._fill_ref(ctx, r, ev)
-        t1 = time.perf_counter()
         slot = self._slots.get()
         try:
             with slot.lock:
-                ph["slot_wait"] = time.perf_counter() - t1
+                # from ready to the slot: the exec pool's queue as well as the slot queue
+                t1 = time.perf_counter()
+                ph["slot_wait"] = t1 - t_ready
                 self._execute(slot, src, ctx, r, ev)
+                ph["slot_held"] = time.perf_counter() - t1  # the throughput bound on one GPU
         finally:
             self._slots.put(slot)
         fut.set_result(self._finish(r, t0))
@@ -443,7 +446,9 @@ class Evaluator:
 
     def _execute(self, slot: _Slot, src: str, ctx: dict, r: EvalResult, ev: dict) -> None:
         c, t, ph = self.cfg, self.cfg.timeouts_s, ev["phases_s"]
+        t0 = time.perf_counter()
         w = slot.take()
+        ph["take"] = time.perf_counter() - t0  # includes spawning the next spare
         phase = "start"
 
         def timed(name: str, job: dict | None, limit: float) -> dict:
@@ -466,14 +471,19 @@ class Evaluator:
                 return
             res = timed("trials", {"op": "trials", "sets": [xs for xs, _ in ctx["trials"]]}, t["correctness"])
             ph["trials_worker"] = res.get("op_s", 0.0)
-            if not self._judge(res["trials"], ctx, r, ev):
+            t0 = time.perf_counter()
+            ok = self._judge(res["trials"], ctx, r, ev)
+            ph["judge"] = time.perf_counter() - t0
+            if not ok:
                 return
             phase = "timing"
             plan = self._plan(ctx)
             tr = timed("time", {"op": "time", "sets": [xs for xs, _ in ctx["sets"]], "plan": plan,
                                 "calls": c.timed_calls, "l2_flush_mb": c.l2_flush_mb}, t["timing"])
             ph["time_worker"] = tr.get("op_s", 0.0)
+            t0 = time.perf_counter()
             self._timing(tr, ctx, plan, r, ev)
+            ph["judge"] += time.perf_counter() - t0
             if self.device == "cuda" and c.profile and r.status == "ok":
                 phase = "profile"
                 prof = timed("profile", {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
@@ -495,7 +505,9 @@ class Evaluator:
             r.status, r.correct, r.error = "runtime_error", False, f"{phase} phase: {e}"
         finally:
             r.log_tail = r.log_tail or w.log_tail()
+            t0 = time.perf_counter()
             self._drop(w)
+            ph["drop"] = time.perf_counter() - t0
 
     def _judge(self, trials: list, ctx: dict, r: EvalResult, ev: dict) -> bool:
         r.trials = len(trials)
