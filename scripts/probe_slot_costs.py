@@ -5,7 +5,8 @@
 Each case runs in a fresh interpreter, as a candidate worker does: the first torch.profiler
 session (CUPTI start-up), a second one, whether a tiny warm-up session beforehand (what a spare
 worker could do while it waits) takes that cost out, and how long SIGKILL + reap of a process
-holding a CUDA context takes (the slot's drop).
+holding a CUDA context takes (the slot's drop). Also the launch cost of a tiny kernel before and
+after profiling (does CUPTI linger and slow later launches?), with and without TEARDOWN_CUPTI=1.
 """
 
 from __future__ import annotations
@@ -42,12 +43,29 @@ def child(case: str) -> dict:
             (x[:8] + 1).sum()
             torch.cuda.synchronize()
         out["warm_profiler_s"] = time.perf_counter() - t
+    out["launch_us_before"] = launch_us(torch, x)
     for i in range(2):
         t = time.perf_counter()
         cap = sysprof.capture(model, [x], 3)
         out[f"capture{i}_s"] = time.perf_counter() - t
         out[f"capture{i}_events"] = len(cap["events"])
+    out["launch_us_after"] = launch_us(torch, x)  # does CUPTI linger after the sessions?
+    out["TEARDOWN_CUPTI"] = os.environ.get("TEARDOWN_CUPTI")
     return out
+
+
+def launch_us(torch, x) -> float:
+    """Median per-launch host+device time of a tiny kernel, 20 rounds of 500 launches."""
+    y = x[:16].clone()
+    rounds = []
+    for _ in range(20):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(500):
+            y.add_(1)
+        torch.cuda.synchronize()
+        rounds.append((time.perf_counter() - t) / 500 * 1e6)
+    return sorted(rounds)[len(rounds) // 2]
 
 
 def kill_cost() -> dict:
@@ -65,8 +83,10 @@ def main() -> None:
         print(json.dumps(child(sys.argv[2])))
         return
     res = {}
-    for case in ("cold", "warm"):
-        r = subprocess.run([sys.executable, __file__, "--child", case], capture_output=True, text=True, timeout=300)
+    for case in ("cold", "warm", "teardown"):
+        env = {**os.environ, **({"TEARDOWN_CUPTI": "1"} if case == "teardown" else {})}
+        r = subprocess.run([sys.executable, __file__, "--child", case], capture_output=True, text=True,
+                           timeout=300, env=env)
         res[case] = json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else {"error": r.stderr[-2000:]}
     res["kill"] = [kill_cost() for _ in range(3)]
     print(json.dumps(res, indent=1))

@@ -79,19 +79,25 @@ def _first_error_line(log: str) -> str:
 
 
 class _Slot:
-    """One execution slot (a GPU, or a CPU worker) with a pre-spawned spare worker."""
+    """One execution slot (a GPU, or a CPU worker) with pre-spawned spare workers per role:
+    ``candidate`` (correctness and timing) and, on CUDA, ``profiler`` (the profiled run, with
+    the profiler already started, so neither its start-up nor its lingering hooks touch timing)."""
 
     def __init__(self, ev: Evaluator, index: int, gpu: str | None):
         self.ev, self.index, self.gpu = ev, index, gpu
         self.lock = threading.Lock()  # whoever runs work on this device holds it (timings stay clean)
-        self.spare: Worker | None = None
+        self.spares: dict[str, Worker] = {}
 
-    def take(self) -> Worker:
-        if self.spare is not None and not self.spare.alive():
-            self.ev._drop(self.spare)
-            self.spare = None
-        w = self.spare or self.ev._spawn("candidate", self.gpu)
-        self.spare = self.ev._spawn("candidate", self.gpu)  # warms up while this one works
+    def warm(self, role: str) -> None:
+        self.spares[role] = self.ev._spawn(role, self.gpu)
+
+    def take(self, role: str = "candidate") -> Worker:
+        w = self.spares.pop(role, None)
+        if w is not None and not w.alive():
+            self.ev._drop(w)
+            w = None
+        w = w or self.ev._spawn(role, self.gpu)
+        self.warm(role)  # the next one warms up while this one works
         return w
 
 
@@ -123,7 +129,9 @@ class Evaluator:
         self._slots: queue.Queue[_Slot] = queue.Queue()
         self._all_slots = [_Slot(self, i, g) for i, g in enumerate(gpus)]
         for s in self._all_slots:
-            s.spare = self._spawn("candidate", s.gpu)
+            s.warm("candidate")
+            if self.device == "cuda" and self.cfg.profile:
+                s.warm("profiler")
             self._slots.put(s)
         self.n_build = self.cfg.n_build_workers()
         self._build_spares: queue.Queue[Worker] = queue.Queue()
@@ -449,12 +457,12 @@ class Evaluator:
         t0 = time.perf_counter()
         w = slot.take()
         ph["take"] = time.perf_counter() - t0  # includes spawning the next spare
-        phase = "start"
+        phase, pw = "start", None
 
-        def timed(name: str, job: dict | None, limit: float) -> dict:
+        def timed(name: str, job: dict | None, limit: float, who: Worker | None = None) -> dict:
             t0 = time.perf_counter()
             try:
-                return ask(w, job, limit)
+                return ask(who or w, job, limit)
             finally:  # parent wall per phase; worker_s below says how much was the worker's own
                 ph[name] = time.perf_counter() - t0
         try:
@@ -486,8 +494,13 @@ class Evaluator:
             ph["judge"] += time.perf_counter() - t0
             if self.device == "cuda" and c.profile and r.status == "ok":
                 phase = "profile"
+                r.log_tail = w.log_tail()
+                self._drop(w)  # timed and done: its GPU memory goes before the profiled run
+                pw = slot.take("profiler")
+                timed("profile_start", None, t.get("start", 120), pw)
+                timed("profile_load", job, t["correctness"], pw)
                 prof = timed("profile", {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
-                                         "system": self._system_job(ctx["dtype"])}, t["timing"])
+                                         "system": self._system_job(ctx["dtype"])}, t["timing"], pw)
                 prof.pop("op_s", None)
                 ev.update(prof)
                 t0 = time.perf_counter()
@@ -504,9 +517,13 @@ class Evaluator:
         except WorkerRaised as e:
             r.status, r.correct, r.error = "runtime_error", False, f"{phase} phase: {e}"
         finally:
+            if pw is not None and r.status != "ok":  # the profiled run failed: its log says why
+                r.log_tail = pw.log_tail()
             r.log_tail = r.log_tail or w.log_tail()
             t0 = time.perf_counter()
-            self._drop(w)
+            for x in (w, pw):
+                if x is not None:
+                    self._drop(x)
             ph["drop"] = time.perf_counter() - t0
 
     def _judge(self, trials: list, ctx: dict, r: EvalResult, ev: dict) -> bool:

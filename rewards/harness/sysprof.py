@@ -70,6 +70,22 @@ class annotate:
             self.stack.pop().__exit__(None, None, None)
 
 
+def warm_up() -> float:
+    """One tiny CUDA profiler session. CUPTI's start-up costs seconds in a fresh process (4.0 s
+    on the H200, scripts/probe_slot_costs.py); a profiling worker pays it here, while it waits
+    for its candidate, instead of in the GPU slot. Never in a worker that times: CUPTI stays
+    attached after a session and slows later launches (pytorch/pytorch#144455)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    t0 = time.perf_counter()
+    x = torch.ones(8, device="cuda")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+        (x + 1).sum()
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
 def capture(model, xs: list, calls: int, record_shapes: bool = True, scratch: str | None = None) -> dict:
     """Profile ``calls`` forwards; returns the event table and the module records."""
     import torch

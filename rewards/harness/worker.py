@@ -259,6 +259,10 @@ def main() -> None:
         hello["gpu"] = torch.cuda.get_device_name(0)
         hello["capability"] = "{}.{}".format(*torch.cuda.get_device_capability(0))
         torch.cuda.init()
+        if role == "profiler":  # profiles one candidate after its timing, in a process of its own
+            from rewards.harness import sysprof
+
+            hello["warm_up_s"] = sysprof.warm_up()
     protocol.send(conn, hello)
     state: dict = {}
     while True:
