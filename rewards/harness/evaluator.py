@@ -124,6 +124,7 @@ class Evaluator:
         gpus = self._visible_gpus()[:n_exec] if self.device == "cuda" else [None] * n_exec
         self._ref = self._spawn("reference", gpus[0])
         self.info = ask(self._ref, None, self.cfg.timeouts_s.get("start", 120))
+        self._ref_greeted = True
         if self.device == "cuda" and self.arch is None:
             self.arch = self.info.get("capability")
         self._slots: queue.Queue[_Slot] = queue.Queue()
@@ -319,8 +320,10 @@ class Evaluator:
         t0 = time.perf_counter()
         if not self._ref.alive():  # a reference that crashed or hung on an earlier task
             self._drop(self._ref)
-            self._ref = self._spawn("reference", self._all_slots[0].gpu)
+            self._ref, self._ref_greeted = self._spawn("reference", self._all_slots[0].gpu), False
+        if not self._ref_greeted:
             ask(self._ref, None, c.timeouts_s.get("start", 120))
+            self._ref_greeted = True
         with gpu_lock:
             # spot pairs: secret per task; their outputs are the spot checks' references
             job = {"op": "prepare", "task_source": task.source, "overrides": ov,
@@ -359,6 +362,12 @@ class Evaluator:
                                c.timeouts_s["baseline"])
                     self._ncu(base, "ref_system_profile", "ref_kernel_profile", "reference",
                               {"task_source": task.source, "overrides": ov}, ctx["dtype"], self._all_slots[0].gpu)
+                if self.device == "cuda" and c.profile:
+                    # CUPTI stays attached after a profiler session and slows later launches: the
+                    # next task's baseline is timed by a fresh reference worker (warming up now)
+                    old, self._ref = self._ref, self._spawn("reference", self._all_slots[0].gpu)
+                    self._ref_greeted = False
+                    self._drop(old)
                 tt["baseline_s"] = time.perf_counter() - t1
                 if compile_err:
                     base["compile_error"] = compile_err
