@@ -39,6 +39,30 @@ def test_compare_catches_nan_shape_dtype_and_reports_errors():
     assert not r["ok"] and r["max_abs_err"] == pytest.approx(1.0) and r["max_rel_err"] == pytest.approx(1.0)
 
 
+def test_compare_follows_allclose_and_keeps_integers_exact():
+    # the one-pass fp32 rule must say what torch.allclose (fp64) says, on both sides of the line
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(4096, generator=g)
+    for scale in (0.5e-4, 0.9e-4, 1.1e-4, 3e-4):
+        out = ref + scale * torch.randn(4096, generator=g)
+        want = torch.allclose(out.double(), ref.double(), atol=1e-4, rtol=1e-4)
+        assert compare([out], [ref], TOL, TOL)["ok"] == want
+    big = torch.tensor([2**30 + 1])  # fp32 would round both to 2**30
+    assert not compare([big - 1], [big], {"int64": 0.0}, {"int64": 0.0})["ok"]
+    half = torch.ones(8, dtype=torch.float16)
+    assert compare([half], [half], {"float16": 1e-2}, {"float16": 1e-2})["ok"]
+    # where the reference is Inf/NaN the position is not compared; a NaN elsewhere still fails
+    r = torch.tensor([1.0, float("inf"), 2.0])
+    assert compare([torch.tensor([1.0, 0.0, 2.0])], [r], TOL, TOL)["ok"]
+    assert "NaN" in compare([torch.tensor([float("nan"), 0.0, 2.0])], [r], TOL, TOL)["error"]
+
+
+def test_zeros_would_pass_agrees_with_compare():
+    for v in (0.0, 5e-5, 1e-4, 1.0001e-4, 2e-4, -3e-5, 1.0):
+        ref = torch.full((3,), v)
+        assert zeros_would_pass([ref], TOL, TOL) == compare([torch.zeros(3)], [ref], TOL, TOL)["ok"], v
+
+
 def test_zeros_would_pass_only_for_tolerance_dominated_outputs():
     assert zeros_would_pass([torch.full((4,), 1e-6)], TOL, TOL)
     assert not zeros_would_pass([torch.ones(4)], TOL, TOL)
