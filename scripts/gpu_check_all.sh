@@ -23,7 +23,7 @@ for s in ${STAGES//,/ }; do
     probe)    mkdir -p "$W/probe" && PYTHONPATH="$PWD:${PYTHONPATH:-}" timeout 200 python3 scripts/probe_slot_costs.py \
                 > "$W/probe/probe.txt" 2> "$W/probe.out" ;;
     harness)  OUT=$W/harness bash scripts/gpu_check_harness.sh > "$W/harness.out" 2>&1 ;;
-    bench)    OUT=$W/bench TESTS=0 bash scripts/gpu_check_harness.sh > "$W/bench.out" 2>&1 ;;
+    bench)    OUT=$W/bench TESTS=0 BENCH=1 bash scripts/gpu_check_harness.sh > "$W/bench.out" 2>&1 ;;
     profiles) OUT=$W/profiles CPU_TESTS=0 bash scripts/gpu_capture_profiles.sh > "$W/profiles.out" 2>&1 ;;
     pipeline) OUT=$W/pipeline bash scripts/gpu_check_pipeline.sh > "$W/pipeline.out" 2>&1 ;;
     *) echo "unknown stage '$s' (probe, harness, bench, profiles, pipeline)" >&2; exit 2 ;;
