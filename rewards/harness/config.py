@@ -40,6 +40,7 @@ class HarnessConfig:
     baselines: bool = True
     profile: bool = True
     profile_calls: int = 3
+    profiler_spares: int = 2  # warm profiler workers kept per GPU (one warms in ~8 s; a candidate takes ~6 s)
     cuda_arch: str = "auto"
     build_max_jobs: int = 2
     fast_build: bool = True

@@ -15,6 +15,7 @@ one. Per-phase wall times go into ``evidence["phases_s"]`` (see README, "Evidenc
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures as cf
 import os
 import queue
@@ -83,21 +84,25 @@ class _Slot:
     ``candidate`` (correctness and timing) and, on CUDA, ``profiler`` (the profiled run, with
     the profiler already started, so neither its start-up nor its lingering hooks touch timing)."""
 
-    def __init__(self, ev: Evaluator, index: int, gpu: str | None):
+    def __init__(self, ev: Evaluator, index: int, gpu: str | None, depth: dict[str, int]):
         self.ev, self.index, self.gpu = ev, index, gpu
         self.lock = threading.Lock()  # whoever runs work on this device holds it (timings stay clean)
-        self.spares: dict[str, Worker] = {}
+        self.depth = depth  # spares kept per role: enough that the next one is warm when taken
+        self.spares: dict[str, collections.deque[Worker]] = {r: collections.deque() for r in depth}
 
-    def warm(self, role: str) -> None:
-        self.spares[role] = self.ev._spawn(role, self.gpu)
+    def warm(self) -> None:
+        for role, n in self.depth.items():
+            while len(self.spares[role]) < n:
+                self.spares[role].append(self.ev._spawn(role, self.gpu))
 
     def take(self, role: str = "candidate") -> Worker:
-        w = self.spares.pop(role, None)
+        q = self.spares[role]
+        w = q.popleft() if q else None  # the oldest: the warmest
         if w is not None and not w.alive():
             self.ev._drop(w)
             w = None
         w = w or self.ev._spawn(role, self.gpu)
-        self.warm(role)  # the next one warms up while this one works
+        self.warm()  # the replacement warms up while this one works
         return w
 
 
@@ -128,11 +133,12 @@ class Evaluator:
         if self.device == "cuda" and self.arch is None:
             self.arch = self.info.get("capability")
         self._slots: queue.Queue[_Slot] = queue.Queue()
-        self._all_slots = [_Slot(self, i, g) for i, g in enumerate(gpus)]
+        depth = {"candidate": 1}
+        if self.device == "cuda" and self.cfg.profile:
+            depth["profiler"] = max(1, self.cfg.profiler_spares)
+        self._all_slots = [_Slot(self, i, g, depth) for i, g in enumerate(gpus)]
         for s in self._all_slots:
-            s.warm("candidate")
-            if self.device == "cuda" and self.cfg.profile:
-                s.warm("profiler")
+            s.warm()
             self._slots.put(s)
         self.n_build = self.cfg.n_build_workers()
         self._build_spares: queue.Queue[Worker] = queue.Queue()
