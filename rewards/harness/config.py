@@ -43,6 +43,8 @@ class HarnessConfig:
     profiler_spares: int = 2  # warm profiler workers kept per GPU (one warms in ~8 s; a candidate takes ~6 s)
     cuda_arch: str = "auto"
     build_max_jobs: int = 2
+    staged_tasks: int = 4  # tasks whose inputs stay serialized in a sealed memfd (Linux)
+    build_nice: int = 10  # builds yield the CPU to the GPU slot's work (IPC, judging)
     fast_build: bool = True
     ceilings: dict = _d(bandwidth_Bps=4.3e12,
                         peak_flops={"float32": 6.0e13, "float16": 7.9e14, "bfloat16": 7.9e14})

@@ -48,14 +48,30 @@ class WorkerRaised(Exception):
     pass
 
 
-def ask(w: Worker, job: dict | None, timeout: float) -> dict:
+# after the phase limit, how long a started message may take to arrive before the worker is
+# killed: a worker that sends half a frame, or a memfd tag and no fd, must not hang the parent
+MESSAGE_GRACE_S = 30.0
+
+
+def ask(w: Worker, job: dict | protocol.Sealed | None, timeout: float) -> dict:
+    killed = threading.Event()
+
+    def watchdog():
+        killed.set()
+        w.kill_process()
+
+    dog = threading.Timer(timeout + MESSAGE_GRACE_S, watchdog)
+    dog.daemon = True
+    dog.start()
     try:
         if job is not None:
             protocol.send(w.conn, job)
         if not w.conn.poll(timeout):
             raise PhaseTimeout(f"no answer within {timeout:.0f} s")
-        res = protocol.recv(w.conn)
+        res = protocol.recv(w.conn, MESSAGE_GRACE_S)
     except (EOFError, OSError, ConnectionError) as e:
+        if killed.is_set():
+            raise PhaseTimeout(f"a message did not arrive within {timeout + MESSAGE_GRACE_S:.0f} s") from e
         try:
             w.proc.wait(timeout=5)
         except Exception:  # noqa: BLE001 - still alive after closing its end: kill below
@@ -64,7 +80,9 @@ def ask(w: Worker, job: dict | None, timeout: float) -> dict:
     except PhaseTimeout:
         raise
     except Exception as e:  # noqa: BLE001 - an unreadable message (weights_only refused it)
-        raise WorkerDied(f"worker sent an unreadable message ({type(e).__name__})") from e
+        raise WorkerDied(f"worker sent an unreadable message ({type(e).__name__}: {str(e)[:200]})") from e
+    finally:
+        dog.cancel()
     if isinstance(res, dict) and res.get("exception"):
         if res.get("fatal"):  # a CUDA fault: the worker exits itself; treat as a crash
             raise WorkerDied(f"CUDA fault ({res['exception']})")
@@ -119,6 +137,7 @@ class Evaluator:
         self._workers: set[Worker] = set()  # every live worker, so an interrupted run leaves none
         self._wlock = threading.Lock()
         self._closing = False
+        self._staged: collections.OrderedDict[int, protocol.Sealed] = collections.OrderedDict()
         self.task_timings: list[dict] = []  # per task: reference prepare / compile / baseline seconds
         self.info: dict = {}
 
@@ -169,6 +188,9 @@ class Evaluator:
             p.shutdown(wait=True, cancel_futures=True)
         for w in self._live():
             self._drop(w)
+        with self._ctx_lock:
+            while self._staged:
+                self._staged.popitem()[1].close()
         with self._pending_lock:
             pending = list(self._pending)
         for f in pending:  # stages cancelled by the interrupt: their callers must not wait forever
@@ -272,7 +294,7 @@ class Evaluator:
         if self._closing:
             raise RuntimeError("the evaluator is shutting down")
         env = {**self._ext_env(None if role == "build" else gpu), "KM_DEVICE": self.device,
-               "MAX_JOBS": str(self.cfg.build_max_jobs)}
+               "MAX_JOBS": str(self.cfg.build_max_jobs), "KM_NICE": str(self.cfg.build_nice if role == "build" else 0)}
         w = Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace)
         with self._wlock:
             self._workers.add(w)
@@ -394,6 +416,21 @@ class Evaluator:
             out["nsys"] = nsysprobe.probe(self.cfg.profiling["nsys"]["timeout_s"])
         return out
 
+    def _stage_message(self, ctx: dict) -> dict | protocol.Sealed:
+        """The task's trial inputs and timing sets for a candidate worker: on Linux one sealed
+        memfd per task, written once and mapped by every worker (LRU of ``staged_tasks``)."""
+        msg = {"op": "stage", "data": {"trials": [xs for xs, _ in ctx["trials"]], "sets": [xs for xs, _ in ctx["sets"]]}}
+        if not protocol._HAVE_MEMFD:
+            return msg
+        with self._ctx_lock:
+            sealed = self._staged.get(id(ctx))  # ctx objects live as long as the evaluator: ids stay unique
+            if sealed is None:
+                sealed = self._staged[id(ctx)] = protocol.Sealed(msg)
+                while len(self._staged) > max(1, self.cfg.staged_tasks):
+                    self._staged.popitem(last=False)[1].close()
+            self._staged.move_to_end(id(ctx))
+            return sealed.dup()  # the caller's own handle: an eviction cannot close it mid-send
+
     def _scale(self) -> tuple[float, float] | None:
         """The per-call factor range for floating-point timed inputs (None: inputs unscaled)."""
         return tuple(self.cfg.timing_scale_range) if self.cfg.timing_input_scaling else None
@@ -454,7 +491,9 @@ class Evaluator:
 
     def _fill_ref(self, ctx: dict, r: EvalResult, ev: dict) -> None:
         refs = [o for _, outs in ctx["trials"] for o in outs]
-        ev["zeros_would_pass"] = ev["ref_near_zero"] = zeros_would_pass(refs, self.cfg.atol, self.cfg.rtol)
+        if "zeros_would_pass" not in ctx:  # once per task (a benign race: same value)
+            ctx["zeros_would_pass"] = zeros_would_pass(refs, self.cfg.atol, self.cfg.rtol)
+        ev["zeros_would_pass"] = ev["ref_near_zero"] = ctx["zeros_would_pass"]
         ev["ref_flops"], ev["ref_bytes"] = ctx["ref_flops"], ctx["ref_bytes"]
         ce = self.cfg.ceilings
         peak = float(ce["peak_flops"].get(ctx["dtype"], ce["peak_flops"]["float32"]))
@@ -483,6 +522,12 @@ class Evaluator:
         try:
             timed("start", None, t.get("start", 120))
             phase = "correctness"
+            staged = self._stage_message(ctx)
+            try:
+                timed("stage", staged, t["correctness"])  # before the candidate's code is imported
+            finally:
+                if isinstance(staged, protocol.Sealed):
+                    staged.close()
             job = {"op": "load", "source": src, "task_source": ctx["task_source"]}
             job.update(overrides=ctx["overrides"], seed=c.seed, device=self.device,
                        copy_params=c.copy_params, cache_root=self.cache, fast_build=c.fast_build)
@@ -492,7 +537,7 @@ class Evaluator:
                 r.status = "invalid" if "defines no `ModelNew`" in str(e) else "runtime_error"
                 r.error = str(e)
                 return
-            res = timed("trials", {"op": "trials", "sets": [xs for xs, _ in ctx["trials"]]}, t["correctness"])
+            res = timed("trials", {"op": "trials", "staged": "trials"}, t["correctness"])
             ph["trials_worker"] = res.get("op_s", 0.0)
             t0 = time.perf_counter()
             ok = self._judge(res["trials"], ctx, r, ev)
@@ -501,7 +546,7 @@ class Evaluator:
                 return
             phase = "timing"
             plan = self._plan(ctx)
-            tr = timed("time", {"op": "time", "sets": [xs for xs, _ in ctx["sets"]], "plan": plan,
+            tr = timed("time", {"op": "time", "staged": "sets", "plan": plan,
                                 "calls": c.timed_calls, "l2_flush_mb": c.l2_flush_mb}, t["timing"])
             ph["time_worker"] = tr.get("op_s", 0.0)
             t0 = time.perf_counter()

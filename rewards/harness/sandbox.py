@@ -126,12 +126,17 @@ class Worker:
                 return f"worker killed by signal {-rc}"
         return f"worker exited with code {rc}"
 
-    def kill(self) -> None:
+    def kill_process(self) -> None:
+        """SIGKILL the worker's process group, leaving the connection open (safe from another
+        thread: a reader blocked on it gets EOF)."""
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 self.proc.kill()
+
+    def kill(self) -> None:
+        self.kill_process()
         _kill_session(self.proc.pid)  # ninja puts each compiler in its own process group
         try:
             self.proc.wait(timeout=10)

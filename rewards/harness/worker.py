@@ -131,7 +131,7 @@ class Candidate:
                           for a, b in zip(dx, before, strict=True))
             nd = _non_dense(outs)
             res.append({"aliased": _aliases(outs, dx), "mutated": mutated, "non_dense": nd,
-                        "outputs": [] if nd else [o.detach().cpu().clone() for o in outs]})
+                        "outputs": [] if nd else [o.detach().to("cpu", copy=True) for o in outs]})
         return res
 
     def time(self, job: dict) -> dict:
@@ -253,6 +253,8 @@ class Reference:
 def main() -> None:
     role, fd = sys.argv[1], int(sys.argv[2])
     conn = Connection(fd)
+    if int(os.environ.get("KM_NICE", "0")) > 0:  # builds: the compilers ninja starts inherit it
+        os.nice(int(os.environ["KM_NICE"]))
     hello = {"role": role, "net": NET, "torch": str(torch.__version__), "cuda": torch.version.cuda,
              "pid": os.getpid(), "gpu": None, "capability": None}
     if os.environ.get("KM_DEVICE") == "cuda" and role != "build":
@@ -273,7 +275,11 @@ def main() -> None:
         op = job["op"]
         t0 = time.perf_counter()
         try:
-            if op == "build":
+            if "staged" in job:  # inputs sent once per worker by a "stage" message
+                job["sets"] = state["staged"][job.pop("staged")]
+            if op == "stage":
+                state["staged"], res = job["data"], {}
+            elif op == "build":
                 res = do_build(job)
             elif op == "load":
                 state["cand"] = Candidate(job)
