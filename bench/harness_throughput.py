@@ -269,7 +269,7 @@ def kernelbench_style(task_src: str, cand_src: str, device: str, trials=5, warmu
     return {"ok": bool(ok), "build_s": build_s}
 
 
-EXEC_PHASES = ("start", "load", "trials", "time", "profile")
+EXEC_PHASES = ("start", "stage", "load", "trials", "time", "profile_start", "profile_load", "profile", "ncu")
 SLOT_DETAIL = ("take", "trials_worker", "judge", "time_worker", "drop", "slot_held")
 
 
