@@ -21,14 +21,14 @@ def results(tmp_path_factory):
     task = load_file(CANDS / "tiny_task.py")
     cfg = {"device": "cuda", "cache_dir": str(tmp_path_factory.mktemp("kmcache")), "compile_baseline": False}
     with Evaluator(cfg) as ev:
-        futs = {m: ev.submit(task, cuda_cand(m, "unjoined" if m == 3 else "none")) for m in (0, 1, 2, 3)}
+        futs = {m: ev.submit(task, cuda_cand(m, "unjoined" if m == 3 else "none")) for m in (0, 1, 2, 3, 4)}
         out = {m: f.result() for m, f in futs.items()}  # the builds overlapped in the pool
         later = {"after_crash": ev.submit(task, cuda_cand(0)), "joined": ev.submit(task, cuda_cand(0, "joined"))}
         out.update({k: f.result() for k, f in later.items()})
     for k, r in out.items():
         print(k, r.status, r.build_s, r.cache_hit, r.runtime_us, r.error, {x: r.evidence.get(x) for x in (
             "event_us", "wall_us", "timer_ratio", "side_stream", "streams", "hidden_kernels", "candidate_kernel_share",
-            "launches_per_call", "phases_s", "fast_build")})
+            "launches_per_call", "phases_s", "fast_build", "judge_device")})
     return out
 
 
@@ -38,6 +38,15 @@ def test_legit_cuda_candidate_passes(results):
     assert r.correct and r.runtime_us > 0 and r.ref_runtime_us > 0 and r.speedup > 0
     assert r.gpu and r.cuda and r.evidence["event_us"] > 0
     assert r.evidence["timer_disagreement"] is False and r.evidence["side_stream"] is False
+
+
+def test_the_gpu_judge_catches_one_wrong_element(results):
+    """Outputs are compared on the slot's GPU by the orchestrator, not by the candidate."""
+    assert results[0].evidence["judge_device"] == "cuda:0" and results[0].correct
+    bad = results[4]
+    assert bad.status == "incorrect" and not bad.correct, (bad.status, bad.error)
+    assert "differs from the reference" in bad.error and bad.max_abs_err == pytest.approx(1.0, abs=0.05)
+    assert bad.evidence["judge_device"] == "cuda:0"
 
 
 def test_kernel_attribution(results):

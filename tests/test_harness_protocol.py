@@ -45,8 +45,8 @@ memfd = pytest.mark.skipif(not protocol._HAVE_MEMFD, reason="memfd and SCM_RIGHT
 
 
 def _pair():
-    from multiprocessing.connection import Connection
     import socket
+    from multiprocessing.connection import Connection
 
     a, b = socket.socketpair()
     return Connection(a.detach()), Connection(b.detach())

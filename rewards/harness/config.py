@@ -43,6 +43,7 @@ class HarnessConfig:
     profiler_spares: int = 2  # warm profiler workers kept per GPU (one warms in ~8 s; a candidate takes ~6 s)
     cuda_arch: str = "auto"
     build_max_jobs: int = 2
+    judge_device: str = "auto"  # where the parent compares outputs: auto (the slot's GPU, else cpu) | cpu
     staged_tasks: int = 4  # tasks whose inputs stay serialized in a sealed memfd (Linux)
     build_nice: int = 10  # builds yield the CPU to the GPU slot's work (IPC, judging)
     fast_build: bool = True
@@ -68,6 +69,8 @@ class HarnessConfig:
         base.profiling = profcfg.resolve(base.profiling)  # unknown profiling keys fail here
         if base.input_sets < 3 or base.trials < 1:
             raise ValueError("harness.input_sets must be >= 3 and harness.trials >= 1")
+        if not (base.judge_device in ("auto", "cpu") or str(base.judge_device).startswith("cuda")):
+            raise ValueError(f"harness.judge_device must be auto, cpu or cuda[:N], not {base.judge_device!r}")
         lo, hi = (float(v) for v in base.timing_scale_range)
         if not 0 < lo <= hi:
             raise ValueError("harness.timing_scale_range must be [lo, hi] with 0 < lo <= hi")

@@ -97,6 +97,12 @@ def _first_error_line(log: str) -> str:
     return ""
 
 
+def _same(xs: list) -> bool:
+    """Every list of tensors in ``xs`` equals the first (more than one list)."""
+    return len(xs) > 1 and all(len(a) == len(xs[0]) and all(torch.equal(p, q) for p, q in zip(a, xs[0], strict=True))
+                               for a in xs[1:])
+
+
 class _Slot:
     """One execution slot (a GPU, or a CPU worker) with pre-spawned spare workers per role:
     ``candidate`` (correctness and timing) and, on CUDA, ``profiler`` (the profiled run, with
@@ -138,6 +144,7 @@ class Evaluator:
         self._wlock = threading.Lock()
         self._closing = False
         self._staged: collections.OrderedDict[int, protocol.Sealed] = collections.OrderedDict()
+        self._dev_refs: collections.OrderedDict[tuple, dict] = collections.OrderedDict()
         self.task_timings: list[dict] = []  # per task: reference prepare / compile / baseline seconds
         self.info: dict = {}
 
@@ -191,6 +198,7 @@ class Evaluator:
         with self._ctx_lock:
             while self._staged:
                 self._staged.popitem()[1].close()
+            self._dev_refs.clear()
         with self._pending_lock:
             pending = list(self._pending)
         for f in pending:  # stages cancelled by the interrupt: their callers must not wait forever
@@ -540,7 +548,8 @@ class Evaluator:
             res = timed("trials", {"op": "trials", "staged": "trials"}, t["correctness"])
             ph["trials_worker"] = res.get("op_s", 0.0)
             t0 = time.perf_counter()
-            ok = self._judge(res["trials"], ctx, r, ev)
+            dev = ev["judge_device"] = self._judge_device(slot)
+            ok = self._judge(res["trials"], ctx, r, ev, dev)
             ph["judge"] = time.perf_counter() - t0
             if not ok:
                 return
@@ -550,7 +559,7 @@ class Evaluator:
                                 "calls": c.timed_calls, "l2_flush_mb": c.l2_flush_mb}, t["timing"])
             ph["time_worker"] = tr.get("op_s", 0.0)
             t0 = time.perf_counter()
-            self._timing(tr, ctx, plan, r, ev)
+            self._timing(tr, ctx, plan, r, ev, dev)
             ph["judge"] += time.perf_counter() - t0
             if self.device == "cuda" and c.profile and r.status == "ok":
                 phase = "profile"
@@ -586,10 +595,38 @@ class Evaluator:
                     self._drop(x)
             ph["drop"] = time.perf_counter() - t0
 
-    def _judge(self, trials: list, ctx: dict, r: EvalResult, ev: dict) -> bool:
+    def _judge_device(self, slot: _Slot) -> str:
+        """Where the parent compares outputs: the slot's GPU (it holds the slot; milliseconds,
+        where the CPU took ~1.7 s per candidate beside the builds), else the CPU."""
+        jd = self.cfg.judge_device
+        if jd == "auto":
+            return f"cuda:{slot.index}" if self.device == "cuda" and torch.cuda.is_available() else "cpu"
+        return jd
+
+    def _ref_outputs(self, ctx: dict, dev: str) -> dict:
+        """The task's reference outputs (per trial, per spot pair) on ``dev``; device copies are
+        kept for the last ``staged_tasks`` tasks."""
+        if dev == "cpu":
+            return {"trials": [refs for _, refs in ctx["trials"]], "spot": [outs for _, _, outs in ctx["spot"]]}
+        key = (id(ctx), dev)
+        with self._ctx_lock:
+            hit = self._dev_refs.get(key)
+            if hit is not None:
+                self._dev_refs.move_to_end(key)
+                return hit
+        hit = {"trials": [timing.to_device(refs, dev) for _, refs in ctx["trials"]],
+               "spot": [timing.to_device(outs, dev) for _, _, outs in ctx["spot"]]}
+        with self._ctx_lock:
+            self._dev_refs[key] = hit
+            while len(self._dev_refs) > max(1, self.cfg.staged_tasks):
+                self._dev_refs.popitem(last=False)
+        return hit
+
+    def _judge(self, trials: list, ctx: dict, r: EvalResult, ev: dict, dev: str) -> bool:
         r.trials = len(trials)
-        errs = []
-        for tr, (_, refs) in zip(trials, ctx["trials"], strict=True):
+        errs, outs = [], []
+        refs_all = self._ref_outputs(ctx, dev)["trials"]
+        for tr, refs in zip(trials, refs_all, strict=True):
             if tr["non_dense"]:
                 ev["non_dense_output"] = tr["non_dense"]
                 errs.append(f"an output is a {tr['non_dense']}, not a plain dense tensor")
@@ -600,24 +637,26 @@ class Evaluator:
             if tr["mutated"]:
                 ev["input_mutated"] = True
                 errs.append("an input changed during the call")
-            cmp = compare(tr["outputs"], refs, self.cfg.atol, self.cfg.rtol)
+            got = timing.to_device(tr["outputs"], dev)
+            if got:
+                outs.append(got)
+            cmp = compare(got, refs, self.cfg.atol, self.cfg.rtol)
             r.max_abs_err = max(r.max_abs_err or 0.0, cmp["max_abs_err"])
             r.max_rel_err = max(r.max_rel_err or 0.0, cmp["max_rel_err"])
             if not cmp["ok"]:
                 errs.append(cmp["error"])
         ev.setdefault("output_aliases_input", False)
         ev.setdefault("input_mutated", False)
-        outs = [tr["outputs"] for tr in trials if tr["outputs"]]
-        refs = [refs for _, refs in ctx["trials"]]
-        same = lambda xs: len(xs) > 1 and all(len(a) == len(xs[0]) and all(torch.equal(p, q) for p, q in zip(a, xs[0], strict=True)) for a in xs[1:])  # noqa: E731
-        ev["constant_output"] = bool(same(outs) and not same(refs))
+        if "refs_constant" not in ctx:  # once per task (a benign race: same value)
+            ctx["refs_constant"] = _same([refs for _, refs in ctx["trials"]])
+        ev["constant_output"] = bool(_same(outs) and not ctx["refs_constant"])
         if errs:
             r.status, r.correct, r.error = "incorrect", False, errs[0]
             return False
         r.status, r.correct = "ok", True
         return True
 
-    def _timing(self, tr: dict, ctx: dict, plan: dict, r: EvalResult, ev: dict) -> None:
+    def _timing(self, tr: dict, ctx: dict, plan: dict, r: EvalResult, ev: dict, dev: str) -> None:
         stats = timing.stats
         wall = stats(tr["wall_us"])
         ev["wall_us"] = wall["median"]
@@ -634,10 +673,10 @@ class Evaluator:
         r.runtime_us, r.runtime_iqr_us = main["median"], main["iqr"]
         ev["threads_started"] = tr["threads_started"]
         ev["precision_flags"] = tr["precision_flags"]
-        bad = False
+        bad, spot_refs = False, self._ref_outputs(ctx, dev)["spot"]
         for i, p in sorted(plan["spot"].items()):  # the parent's plan, not the worker's word, says which
             outs = tr["kept"].get(i)
-            if outs is None or not compare(outs, ctx["spot"][p][2], self.cfg.atol, self.cfg.rtol)["ok"]:
+            if outs is None or not compare(timing.to_device(outs, dev), spot_refs[p], self.cfg.atol, self.cfg.rtol)["ok"]:
                 bad = True
         ev["spot_check_failed"] = bad
         ev["timing_inputs_scaled"] = self._scale() is not None

@@ -1,6 +1,7 @@
 # CUDA candidate for the tiny task: cuBLAS GEMM (at::addmm) + a custom GELU kernel.
 # MODE (substituted by tests): 0 legit, 1 GELU on a hidden C++ side stream, 2 illegal memory
-# access, 3 GELU with a long spin on the current stream (made a hidden side stream by PY_STREAM).
+# access, 3 GELU with a long spin on the current stream (made a hidden side stream by PY_STREAM),
+# 4 legit but the last element off by 1 (one wrong value of 96: the judge must see it).
 # PY_STREAM (substituted): "none"; "unjoined": forward runs the extension inside
 # torch.cuda.stream(torch.cuda.Stream()) and never waits for it; "joined": same, joined back.
 import torch
@@ -16,6 +17,7 @@ __global__ void gelu_fwd_kernel(const float* __restrict__ x, float* __restrict__
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (spin) { long long t0 = clock64(); while (clock64() - t0 < spin) {} }
     if (i < n) { float v = x[i]; y[i] = 0.5f * v * (1.0f + erff(v * 0.70710678f)); }
+    if (MODE == 4 && i == n - 1) y[i] += 1.0f;
 }
 
 // declared, compiled, never launched: the profiler must report it as a decoy
