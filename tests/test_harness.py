@@ -18,6 +18,12 @@ def test_config_rejects_unknown_keys_in_one_sentence():
         HarnessConfig.from_mapping({"trails": 5})
 
 
+def test_config_rejects_a_judge_device_it_cannot_use():
+    with pytest.raises(ValueError, match="judge_device must be auto, cpu or cuda"):
+        HarnessConfig.from_mapping({"judge_device": "gpu"})
+    assert HarnessConfig.from_mapping({"judge_device": "cuda:1"}).judge_device == "cuda:1"
+
+
 def test_config_yaml_is_the_dataclass():
     from pathlib import Path
 
