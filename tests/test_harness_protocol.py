@@ -1,4 +1,4 @@
-"""The parent-worker message format: round trips, and a crafted message cannot run code."""
+"""The parent-worker message format and worker control: round trips, crafted messages refused, half frames and warming spares handled."""
 
 import io
 import os
@@ -134,3 +134,43 @@ def test_a_worker_that_sends_half_a_frame_is_killed_at_the_deadline(monkeypatch)
         evaluator.ask(w, None, 1.0)
     assert time.perf_counter() - t0 < 10
     assert child.wait(timeout=5) != 0
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads process states from /proc")
+def test_spares_still_warming_are_stopped_while_a_candidate_is_timed():
+    """A spare's CUDA init or CUPTI start-up is GPU work: it must not overlap timed calls. An idle
+    spare (its hello already sent) is left running; both end up running afterwards."""
+    import subprocess
+    import sys
+    import types
+
+    from rewards.harness.evaluator import _Slot
+
+    def fake(hello: bool):
+        a, b = _pair()
+        if hello:
+            b.send_bytes(b"hello")
+        p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        return types.SimpleNamespace(conn=a, proc=p, alive=lambda: p.poll() is None, _keep=b)
+
+    warming, idle = fake(False), fake(True)
+    slot = _Slot.__new__(_Slot)
+    slot.spares = {"candidate": [idle], "profiler": [warming]}
+    try:
+        with slot.quiet() as stopped:
+            import time
+
+            time.sleep(0.2)
+            assert stopped == [warming]
+            assert _state(warming.proc.pid) == "T" and _state(idle.proc.pid) != "T"
+        time.sleep(0.2)
+        assert _state(warming.proc.pid) != "T"
+    finally:
+        for w in (warming, idle):
+            w.proc.kill()
+            w.proc.wait()

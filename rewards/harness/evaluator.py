@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures as cf
+import contextlib
 import os
 import queue
 import random
@@ -118,6 +119,29 @@ class _Slot:
         for role, n in self.depth.items():
             while len(self.spares[role]) < n:
                 self.spares[role].append(self.ev._spawn(role, self.gpu))
+
+    @contextlib.contextmanager
+    def quiet(self):
+        """Hold the spares that are still warming up (CUDA init, CUPTI start-up: GPU work of
+        their own) stopped while the caller times something on this device; idle warm spares
+        do nothing and are left alone. Call with ``lock`` held."""
+        stopped = []
+        for q in self.spares.values():
+            for w in q:
+                if w.alive() and not w.conn.poll(0):  # no hello yet: still warming
+                    try:
+                        os.kill(w.proc.pid, signal.SIGSTOP)
+                        stopped.append(w)
+                    except ProcessLookupError:
+                        pass
+        try:
+            yield stopped
+        finally:
+            for w in stopped:
+                try:
+                    os.kill(w.proc.pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
 
     def take(self, role: str = "candidate") -> Worker:
         q = self.spares[role]
@@ -391,11 +415,12 @@ class Evaluator:
                     # the candidate's kind of plan (staged, scaled inputs), from a public seed
                     plan = timing.make_plan(c.seed, c.input_sets, c.warmup, c.timed_calls * timing.rounds(self.device),
                                             [], 0, self._scale())
-                    base = ask(self._ref, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls, "plan": plan,
-                                           "l2_flush_mb": c.l2_flush_mb, "profile": c.profile,
-                                           "system": self._system_job(ctx["dtype"]),
-                                           "profile_calls": c.profiling["system"]["reference_calls"]},
-                               c.timeouts_s["baseline"])
+                    with self._all_slots[0].quiet():
+                        base = ask(self._ref, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls,
+                                               "plan": plan, "l2_flush_mb": c.l2_flush_mb, "profile": c.profile,
+                                               "system": self._system_job(ctx["dtype"]),
+                                               "profile_calls": c.profiling["system"]["reference_calls"]},
+                                   c.timeouts_s["baseline"])
                     self._ncu(base, "ref_system_profile", "ref_kernel_profile", "reference",
                               {"task_source": task.source, "overrides": ov}, ctx["dtype"], self._all_slots[0].gpu)
                 if self.device == "cuda" and c.profile:
@@ -555,8 +580,10 @@ class Evaluator:
                 return
             phase = "timing"
             plan = self._plan(ctx)
-            tr = timed("time", {"op": "time", "staged": "sets", "plan": plan,
-                                "calls": c.timed_calls, "l2_flush_mb": c.l2_flush_mb}, t["timing"])
+            with slot.quiet() as stopped:
+                tr = timed("time", {"op": "time", "staged": "sets", "plan": plan,
+                                    "calls": c.timed_calls, "l2_flush_mb": c.l2_flush_mb}, t["timing"])
+            ev["spares_paused"] = len(stopped)
             ph["time_worker"] = tr.get("op_s", 0.0)
             t0 = time.perf_counter()
             self._timing(tr, ctx, plan, r, ev, dev)
