@@ -8,8 +8,10 @@ is clean too); core dumps are off; as root on Linux it enters a new, empty netwo
 (no interfaces but a down loopback). Messages back are read with weights_only unpickling.
 
 What it does not stop: reading or writing any file the user can (the file system is shared,
-including the build cache and the task files), using lots of memory, CPU or GPU time up to
-the phase timeout, network access when not root, or lying about anything measured inside its
+including the build cache and the task files), reading the orchestrator's memory through
+/proc/<pid>/mem where ptrace is unrestricted (kernel.yama.ptrace_scope 0; the reference
+outputs live there), using lots of memory, CPU or GPU time up to the phase timeout, network
+access when not root, or lying about anything measured inside its
 own process (timer values, alias and mutation checks): those are cross-checked where the
 parent can (outputs are compared in the parent, host wall time against CUDA events, kernels
 by the profiler), not prevented. Use a container or VM for hostile code at scale.
