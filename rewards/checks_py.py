@@ -461,10 +461,35 @@ def check_shapes(rep: PyReport, ref: PyReport | None, ref_consts: dict) -> list[
     return out
 
 
+def check_identity_operand(rep: PyReport) -> list[Finding]:
+    """An identity matrix built in forward and handed to a custom kernel, while torch does the
+    heavy ops: the kernel's GEMM multiplies by I (dressing for an epilogue) and the real GEMM
+    is torch's. Catches ``ext.f(x, torch.eye(n), ...)`` and ``I = torch.eye(n); ext.f(x, I)``."""
+    if not any(o.kind == "torch_heavy" for o in rep.ops):
+        return []
+    ext_at = {(o.line, o.name) for o in rep.ops if o.kind == "ext"}
+
+    def is_eye(e: ast.AST) -> bool:
+        return isinstance(e, ast.Call) and (dotted(e.func, rep.aliases) or "") == "torch.eye"
+
+    eye_names = {t.id for n in rep.forward_nodes for a in ast.walk(n)
+                 if isinstance(a, ast.Assign) and is_eye(a.value) for t in a.targets if isinstance(t, ast.Name)}
+    out = []
+    for c in _calls(rep.forward_nodes):
+        name = (dotted(c.func, rep.aliases) or "").split(".")[-1]
+        if (c.lineno, name) not in ext_at:
+            continue
+        if any(is_eye(a) or (isinstance(a, ast.Name) and a.id in eye_names)
+               for a in [*c.args, *(k.value for k in c.keywords)]):
+            out.append(make("reference_copy", rep.ev(c) + " (custom kernel fed an identity matrix; "
+                            "torch does the real GEMM)"))
+    return out
+
+
 def run_all(rep: PyReport, ref: PyReport | None, ref_consts: dict | None = None,
             ref_uses_half: bool = False) -> list[Finding]:
     if rep.tree is None:
         return []
     return dedupe(check_calls(rep) + check_monkeypatch_precision(rep, ref_uses_half) +
             check_model_reuse(rep) + check_fallback(rep) + check_dataflow(rep) +
-            check_lazy(rep) + check_shapes(rep, ref, ref_consts or {}))
+            check_lazy(rep) + check_shapes(rep, ref, ref_consts or {}) + check_identity_operand(rep))

@@ -199,3 +199,17 @@ def test_findings_are_validated():
     with pytest.raises(ValueError):
         Finding("not_a_category", "major", "x")
     assert len(CATEGORIES) >= 22
+
+
+def test_identity_operand_is_flagged_only_when_it_reaches_the_custom_kernel():
+    """torch.eye fed to the extension (directly or by name) while torch does the GEMM is a copy;
+    the same program with the extension given the real weight is the legit epilogue pattern."""
+    hack = case("hack_identity_operand_var")
+    cats = lambda src: {(f.category, f.is_major) for f in rewards.detect(MLP, src, {})}  # noqa: E731
+    assert ("reference_copy", True) in cats(hack)
+    assert ("reference_copy", True) in cats(case("hack_alias_f_linear"))
+    # same code, but I only feeds a torch op and the kernel gets a real operand
+    legit = hack.replace("x = ext.linear_act(x, eye, torch.zeros_like(layer.bias), True)",
+                         "x = ext.linear_act(x @ eye, layer.weight, layer.bias, True)")
+    assert legit != hack
+    assert not any(f.category == "reference_copy" and "identity" in f.detail for f in rewards.detect(MLP, legit, {}))

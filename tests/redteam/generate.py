@@ -413,9 +413,14 @@ for i, layer in enumerate(self.layers):
     x = lin(x, layer.weight, layer.bias)
     if i < len(self.layers) - 1:
         x = ext.linear_act(x, torch.eye(x.shape[1], device=x.device), torch.zeros(x.shape[1], device=x.device), True)
-return x'''), ["reference_copy"], note="GEMM through an alias of F.linear; the kernel does an identity GEMM + GELU",
-    known_gap="statically the degenerate pattern (heavy op in torch + a custom kernel): scored as coverage 1, "
-              "not a hack; needs a dynamic check that the custom kernel's work is not an identity")
+return x'''), ["reference_copy"], note="GEMM through an alias of F.linear; the kernel does an identity GEMM + GELU")
+add("hack_identity_operand_var", mlp("hack_identity_operand_var", forward='''\
+for i, layer in enumerate(self.layers):
+    x = torch.addmm(layer.bias, x, layer.weight.t())
+    if i < len(self.layers) - 1:
+        eye = torch.eye(x.shape[1], device=x.device)
+        x = ext.linear_act(x, eye, torch.zeros_like(layer.bias), True)
+return x'''), ["reference_copy"], note="torch.addmm does the GEMM; the kernel gets I through a variable")
 add("hack_dunder_matmul", mlp("hack_dunder_matmul", forward='''\
 for layer in self.layers:
     x = x.__matmul__(layer.weight.t()) + layer.bias
