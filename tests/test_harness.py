@@ -163,3 +163,17 @@ def test_fast_build_rewrites():
     assert "#include <torch/extension.h>" not in light["cuda_sources"][0]
     assert lighten({**args, "cpp_sources": []}) == ({**args, "cpp_sources": []}, None)  # bindings in .cu
     assert lighten({**args, "no_implicit_headers": True})[1] is None  # the candidate manages headers
+
+
+def test_lru_insert_keeps_the_freshest_and_evicts_the_stalest():
+    import collections
+
+    from rewards.harness.evaluator import _lru_insert
+
+    cache, gone = collections.OrderedDict(), []
+    for k in "abc":
+        _lru_insert(cache, k, k.upper(), 2, gone.append)
+    assert list(cache) == ["b", "c"] and gone == ["A"]
+    _lru_insert(cache, "b", "B", 2, gone.append)  # a hit refreshes, evicts nothing
+    _lru_insert(cache, "d", "D", 2, gone.append)
+    assert list(cache) == ["b", "d"] and gone == ["A", "C"]

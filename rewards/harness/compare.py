@@ -7,6 +7,12 @@ import torch
 _NARROW = (torch.float32, torch.float16, torch.bfloat16)
 
 
+def _wide(dtype: torch.dtype) -> torch.dtype:
+    """fp32 arithmetic for fp32 and narrower floats (its rounding is far below any tolerance),
+    fp64 otherwise (exact for integers)."""
+    return torch.float32 if dtype in _NARROW else torch.float64
+
+
 def tolerances(dtype: torch.dtype, atol: dict, rtol: dict) -> tuple[float, float]:
     name = str(dtype).replace("torch.", "")
     return float(atol.get(name, atol.get("float32", 1e-4))), float(rtol.get(name, rtol.get("float32", 1e-4)))
@@ -33,10 +39,7 @@ def compare(outs: list, refs: list, atol: dict, rtol: dict) -> dict:
             fail(f"output {i} has dtype {o.dtype}, expected {r.dtype}")
             continue
         a, rt = tolerances(r.dtype, atol, rtol)
-        # fp32 arithmetic for fp32 and narrower floats (its rounding is far below any tolerance),
-        # fp64 otherwise (exact for integers); whole-tensor ops when the reference is finite
-        wide = torch.float32 if r.dtype in _NARROW else torch.float64
-        of, rf = o.to(wide), r.to(wide)
+        of, rf = o.to(_wide(r.dtype)), r.to(_wide(r.dtype))  # whole-tensor ops when the reference is finite
         finite = torch.isfinite(rf)
         if not bool(finite.all()):  # positions where the reference itself is NaN/Inf are not compared
             of, rf = of[finite], rf[finite]
@@ -61,6 +64,6 @@ def zeros_would_pass(refs: list, atol: dict, rtol: dict) -> bool:
     for r in refs:
         if isinstance(r, torch.Tensor):
             a, rt = tolerances(r.dtype, atol, rtol)
-            m = r.to(torch.float32 if r.dtype in _NARROW else torch.float64).abs()
+            m = r.to(_wide(r.dtype)).abs()
             ok.append(bool((m <= m * rt + a).all()))  # compare()'s rule with an all-zero output
     return bool(ok) and all(ok)

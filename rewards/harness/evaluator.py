@@ -104,6 +104,16 @@ def _same(xs: list) -> bool:
                                for a in xs[1:])
 
 
+def _lru_insert(cache: collections.OrderedDict, key, value, limit: int, evict=None) -> None:
+    """Put ``value`` at the fresh end of ``cache``; drop the stalest entries beyond ``limit``."""
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > max(1, limit):
+        old = cache.popitem(last=False)[1]
+        if evict is not None:
+            evict(old)
+
+
 class _Slot:
     """One execution slot (a GPU, or a CPU worker) with pre-spawned spare workers per role:
     ``candidate`` (correctness and timing) and, on CUDA, ``profiler`` (the profiled run, with
@@ -456,12 +466,8 @@ class Evaluator:
         if not protocol._HAVE_MEMFD:
             return msg
         with self._ctx_lock:
-            sealed = self._staged.get(id(ctx))  # ctx objects live as long as the evaluator: ids stay unique
-            if sealed is None:
-                sealed = self._staged[id(ctx)] = protocol.Sealed(msg)
-                while len(self._staged) > max(1, self.cfg.staged_tasks):
-                    self._staged.popitem(last=False)[1].close()
-            self._staged.move_to_end(id(ctx))
+            sealed = self._staged.get(id(ctx)) or protocol.Sealed(msg)  # ctx objects live as long as the evaluator
+            _lru_insert(self._staged, id(ctx), sealed, self.cfg.staged_tasks, protocol.Sealed.close)
             return sealed.dup()  # the caller's own handle: an eviction cannot close it mid-send
 
     def _scale(self) -> tuple[float, float] | None:
@@ -633,20 +639,16 @@ class Evaluator:
     def _ref_outputs(self, ctx: dict, dev: str) -> dict:
         """The task's reference outputs (per trial, per spot pair) on ``dev``; device copies are
         kept for the last ``staged_tasks`` tasks."""
+        host = {"trials": [refs for _, refs in ctx["trials"]], "spot": [outs for _, _, outs in ctx["spot"]]}
         if dev == "cpu":
-            return {"trials": [refs for _, refs in ctx["trials"]], "spot": [outs for _, _, outs in ctx["spot"]]}
+            return host
         key = (id(ctx), dev)
         with self._ctx_lock:
             hit = self._dev_refs.get(key)
-            if hit is not None:
-                self._dev_refs.move_to_end(key)
-                return hit
-        hit = {"trials": [timing.to_device(refs, dev) for _, refs in ctx["trials"]],
-               "spot": [timing.to_device(outs, dev) for _, _, outs in ctx["spot"]]}
+        if hit is None:  # copied outside the lock; two threads racing make the same copy
+            hit = {k: [timing.to_device(outs, dev) for outs in v] for k, v in host.items()}
         with self._ctx_lock:
-            self._dev_refs[key] = hit
-            while len(self._dev_refs) > max(1, self.cfg.staged_tasks):
-                self._dev_refs.popitem(last=False)
+            _lru_insert(self._dev_refs, key, hit, self.cfg.staged_tasks)
         return hit
 
     def _judge(self, trials: list, ctx: dict, r: EvalResult, ev: dict, dev: str) -> bool:

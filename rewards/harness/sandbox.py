@@ -10,11 +10,11 @@ is clean too); core dumps are off; as root on Linux it enters a new, empty netwo
 What it does not stop: reading or writing any file the user can (the file system is shared,
 including the build cache and the task files), reading the orchestrator's memory through
 /proc/<pid>/mem where ptrace is unrestricted (no Yama or kernel.yama.ptrace_scope 0) or the
-workers run as root (the reference outputs live there: run as an unprivileged user under Yama), using lots of memory, CPU or GPU time up to the phase timeout, network
-access when not root, or lying about anything measured inside its
-own process (timer values, alias and mutation checks): those are cross-checked where the
-parent can (outputs are compared in the parent, host wall time against CUDA events, kernels
-by the profiler), not prevented. Use a container or VM for hostile code at scale.
+workers run as root (the reference outputs live there: run as an unprivileged user under
+Yama), using lots of memory, CPU or GPU time up to the phase timeout, network access when not
+root, or lying about anything measured inside its own process (timer values, alias and
+mutation checks): those are cross-checked where the parent can (outputs are compared in the
+parent, host wall time against CUDA events, kernels by the profiler), not prevented. Use a container or VM for hostile code at scale.
 """
 
 from __future__ import annotations

@@ -253,8 +253,9 @@ class Reference:
 def main() -> None:
     role, fd = sys.argv[1], int(sys.argv[2])
     conn = Connection(fd)
-    if int(os.environ.get("KM_NICE", "0")) > 0:  # builds: the compilers ninja starts inherit it
-        os.nice(int(os.environ["KM_NICE"]))
+    nice = int(os.environ.get("KM_NICE", "0"))
+    if nice > 0:  # builds: the compilers ninja starts inherit it
+        os.nice(nice)
     hello = {"role": role, "net": NET, "torch": str(torch.__version__), "cuda": torch.version.cuda,
              "pid": os.getpid(), "gpu": None, "capability": None}
     if os.environ.get("KM_DEVICE") == "cuda" and role != "build":
