@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import posixpath
 import re
 import subprocess
 import sys
@@ -95,11 +96,22 @@ class GitSource:
         except SourceError:
             return False
 
-    def show(self, commit: str, path: str) -> bytes:
+    def show(self, commit: str, path: str, hops: int = 8) -> bytes:
+        """The file's bytes; a symlink in the tree (runs often link to generated_kernels/) is
+        followed inside the repository."""
         try:
-            return self._git("show", f"{commit}:{path}")
+            entry = self._git("ls-tree", commit, "--", path).decode().split(None, 3)
+            data = self._git("show", f"{commit}:{path}") if entry else b""
         except SourceError as e:
             raise SourceError(f"{self.repo}@{commit[:12]} has no file {path} ({e}).") from None
+        if not entry:
+            raise SourceError(f"{self.repo}@{commit[:12]} has no file {path}.")
+        if entry[0] == "120000":
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(path), data.decode()))
+            if hops == 0 or target.startswith("../"):
+                raise SourceError(f"{self.repo}@{commit[:12]}: {path} links outside the repo.")
+            return self.show(commit, target, hops - 1)
+        return data
 
     def ls(self, commit: str, tree: str) -> list[str]:
         try:
