@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 
+from . import ops
 from .findings import Finding, dedupe, make
 from .static_py import PyReport, dotted
 
@@ -162,6 +163,10 @@ def check_monkeypatch_precision(rep: PyReport, ref_uses_half: bool) -> list[Find
 
 
 def check_model_reuse(rep: PyReport) -> list[Finding]:
+    """Uses the reference's ``Model``; a ``Model`` class the candidate defines itself is its
+    own code (the call graph walks it like any other class)."""
+    if any(isinstance(n, ast.ClassDef) and n.name == "Model" for n in rep.tree.body):
+        return []
     out = []
     for n in ast.walk(rep.tree):
         if isinstance(n, ast.Name) and n.id == "Model" and isinstance(n.ctx, ast.Load):
@@ -177,36 +182,99 @@ def _handler_reraises(h: ast.ExceptHandler) -> bool:
             isinstance(x, ast.Return) for s in h.body for x in ast.walk(s)))
 
 
+TORCH_ONLY_STEPS = ("torch.compile", "torch.jit.", "torch.cuda.CUDAGraph", "torch.cuda.graph",
+                    "torch.cuda.make_graphed_callables", "torch._dynamo.", "torch.fx.")
+
+
+def _names_in(nodes) -> set[str]:
+    """Names and ``self.x`` attributes a statement list mentions (as ``x`` / ``self.x``)."""
+    out = set()
+    for s in nodes:
+        for x in ast.walk(s):
+            if isinstance(x, ast.Name):
+                out.add(x.id)
+            elif isinstance(x, ast.Attribute) and isinstance(x.value, ast.Name) and \
+                    x.value.id == "self":
+                out.add("self." + x.attr)
+    return out
+
+
+def _kernel_path(rep: PyReport, body: list[ast.stmt], ext_lines: set[int]) -> bool:
+    """Does a try body call a custom kernel or build the extension?"""
+    lines = {x.lineno for s in body for x in ast.walk(s) if hasattr(x, "lineno")}
+    if lines & ext_lines:
+        return True
+    for c in _calls(body):
+        d = dotted(c.func, rep.aliases) or ""
+        last = d.split(".")[-1]
+        if last in ("load_inline", "load") and ("cpp_extension" in d or d in ("load", "load_inline")):
+            return True
+        if d in rep.loader_fns or last in rep.loader_fns:
+            return True
+        if isinstance(c.func, ast.Attribute) and rep.graph is not None and rep.graph.is_ext(
+                c.func.value):
+            return True
+    return False
+
+
+def _torch_work(rep: PyReport, nodes) -> bool:
+    for c in _calls(nodes):
+        d = dotted(c.func, rep.aliases) or ""
+        last = d.split(".")[-1]
+        if any(d.startswith(p) for p in TORCH_ONLY_STEPS):
+            continue
+        if ops.family(last) or ops.is_light(last):
+            return True
+        if d.startswith("self.") and d.count(".") == 1 and rep.graph is not None and any(
+                t.startswith("nn:") for t in rep.graph.attr_of("ModelNew", d[5:])):
+            return True
+    return False
+
+
 def check_fallback(rep: PyReport) -> list[Finding]:
-    """try/except around extension or torch work, and `if` branches that pick torch instead."""
+    """A broad ``except`` that guards the custom-kernel path and routes forward to torch, and
+    ``if`` branches on the forward path that pick torch instead of the kernel.
+
+    ``except`` around ``torch.compile``/jit/graph capture or imports is not a fallback: only a
+    try body that calls a kernel or builds the extension counts, and only when its handler does
+    torch work itself or sets a name that a forward-path ``if`` tests."""
     out = []
     ext_lines = {o.line for o in rep.ops if o.kind == "ext"}
-    torch_lines = {o.line for o in rep.ops if o.kind.startswith("torch")}
-    for n in ast.walk(rep.tree):
-        if isinstance(n, ast.Try):
-            for h in n.handlers:
-                if _handler_reraises(h):
-                    continue
-                body_txt = ast.unparse(n)
-                if any(k in body_txt for k in ("load_inline", "load(", "torch", "F.", "ext",
-                                               "cuda")) or rep.ext_names & {
-                        x.id for x in ast.walk(n) if isinstance(x, ast.Name)}:
-                    out.append(make("torch_fallback", rep.ev(h)))
+    heavy = {o.line for o in rep.ops if o.kind == "torch_heavy"}
+    fwd_tests = set()
     for fn in rep.forward_nodes:
+        for n in ast.walk(fn):
+            if isinstance(n, ast.If | ast.IfExp):
+                fwd_tests |= _names_in([n.test])
+    for n in ast.walk(rep.tree):
+        if not isinstance(n, ast.Try) or not _kernel_path(rep, n.body, ext_lines):
+            continue
+        for h in n.handlers:
+            if _handler_reraises(h):
+                continue
+            set_names = {("self." + t.attr) if isinstance(t, ast.Attribute) else t.id
+                         for s in h.body for a in ast.walk(s) if isinstance(a, ast.Assign)
+                         for t in a.targets if isinstance(t, ast.Name | ast.Attribute)}
+            if _torch_work(rep, h.body) or set_names & fwd_tests or any(
+                    isinstance(x, ast.Return) for s in h.body for x in ast.walk(s)):
+                out.append(make("torch_fallback", rep.ev(h)))
+    for fn in rep.forward_nodes:
+        fn_lines = {x.lineno for x in ast.walk(fn) if hasattr(x, "lineno")}
         for n in ast.walk(fn):
             if isinstance(n, ast.If | ast.IfExp):
                 a = n.body if isinstance(n.body, list) else [n.body]
                 b = n.orelse if isinstance(n.orelse, list) else [n.orelse]
                 la = {x.lineno for s in a for x in ast.walk(s) if hasattr(x, "lineno")}
                 lb = {x.lineno for s in b for x in ast.walk(s) if hasattr(x, "lineno")}
-                heavy = {o.line for o in rep.ops if o.kind == "torch_heavy"}
-                fn_lines = {x.lineno for x in ast.walk(fn) if hasattr(x, "lineno")}
                 outside = ext_lines & (fn_lines - la - lb)
+                # an early torch exit: the branch does heavy torch work and returns before
+                # the kernel runs (an optional torch submodule, e.g. a downsample, is not)
+                early = isinstance(n, ast.If) and any(
+                    isinstance(x, ast.Return) for s in a for x in ast.walk(s))
                 if (la & ext_lines and lb & heavy - ext_lines) or (
                         lb & ext_lines and la & heavy - ext_lines) or (
-                        outside and (la & heavy) and not la & ext_lines):
+                        outside and early and (la & heavy) and not la & ext_lines):
                     out.append(make("torch_fallback", rep.ev(n)))
-    del torch_lines
     return out
 
 
@@ -425,11 +493,11 @@ def check_shapes(rep: PyReport, ref: PyReport | None, ref_consts: dict) -> list[
                         for t in n.targets:
                             if isinstance(t, ast.Name) and t.id in ps:
                                 out.append(make("shape_change", rep.ev(n)))
-        rfuncs = {n.name: ast.dump(n) for n in ref.tree.body if isinstance(n, ast.FunctionDef)}
+        rfuncs = {n.name: _input_key(n) for n in ref.tree.body if isinstance(n, ast.FunctionDef)}
         for n in rep.tree.body:
             if isinstance(n, ast.FunctionDef) and n.name in ("get_inputs", "get_init_inputs"):
-                if n.name in rfuncs and ast.dump(n) != rfuncs[n.name]:
-                    out.append(make("shape_change", rep.ev(n) + " (redefined)"))
+                if n.name in rfuncs and _input_key(n) != rfuncs[n.name]:
+                    out.append(make("shape_change", rep.ev(n) + " (redefined with other values)"))
             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(
                     n.targets[0], ast.Name) and n.targets[0].id in ref_consts:
                 try:
@@ -438,11 +506,7 @@ def check_shapes(rep: PyReport, ref: PyReport | None, ref_consts: dict) -> list[
                     continue
                 if v != ref_consts[n.targets[0].id]:
                     out.append(make("shape_change", rep.ev(n)))
-    if rep.model_new is not None:
-        for n in ast.walk(rep.model_new):
-            if isinstance(n, ast.Name) and n.id in ref_consts and isinstance(n.ctx, ast.Load) \
-                    and isinstance(ref_consts[n.id], int):
-                out.append(make("shape_specialization", rep.ev(n)))
+    out += _global_sizes(rep, ref_consts)
     for fn in rep.forward_nodes:
         for n in ast.walk(fn):
             if isinstance(n, ast.Compare):
@@ -458,6 +522,63 @@ def check_shapes(rep: PyReport, ref: PyReport | None, ref_consts: dict) -> list[
             elif isinstance(n, ast.Call) and (dotted(n.func, rep.aliases) or "").endswith(
                     "manual_seed"):
                 out.append(make("shape_specialization", rep.ev(n)))
+    return out
+
+
+class _DeviceFree(ast.NodeTransformer):
+    """Drop what only places inputs: ``.cuda()``, ``.to(device)``, ``device=``, docstrings."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        node.keywords = [k for k in node.keywords if k.arg not in ("device", "pin_memory")]
+        f = node.func
+        if isinstance(f, ast.Attribute) and (f.attr == "cuda" or (
+                f.attr == "to" and not any(k.arg == "dtype" for k in node.keywords) and all(
+                    not (dotted(a, {}) or "").startswith("torch.") or "device" in (
+                        dotted(a, {}) or "") for a in node.args))):
+            return f.value
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        if node.body and isinstance(node.body[0], ast.Expr) and isinstance(
+                node.body[0].value, ast.Constant) and len(node.body) > 1:
+            node.body = node.body[1:]
+        return node
+
+
+def _input_key(fn: ast.FunctionDef) -> str:
+    """``get_inputs`` as its values: identical up to device placement and docstrings."""
+    import copy
+
+    return ast.dump(_DeviceFree().visit(copy.deepcopy(fn)), annotate_fields=False,
+                    include_attributes=False)
+
+
+def _global_sizes(rep: PyReport, ref_consts: dict) -> list[Finding]:
+    """Forward-path code that sizes work with a module-level size constant (the reference's
+    ``batch_size``, or a literal the candidate put in its place) instead of the input's shape.
+    Scope-aware: parameters, locals and constructor arguments that share the name are not."""
+    lits = {}
+    for n in rep.tree.body:
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            if isinstance(n.value, ast.Constant) and isinstance(n.value.value, int):
+                lits[n.targets[0].id] = n.value.value
+    sizes = {k for k, v in ref_consts.items() if isinstance(v, int) and not isinstance(v, bool)}
+    out = []
+    for fn in rep.forward_nodes:
+        args = fn.args
+        local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+        local |= {a.arg for a in (args.vararg, args.kwarg) if a}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
+                local.add(n.id)
+            elif isinstance(n, ast.arg):
+                local.add(n.arg)
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in sizes and \
+                    n.id not in local and (n.id in lits or n.id not in rep.aliases):
+                out.append(make("shape_specialization", rep.ev(n) + f" (module constant {n.id})"))
     return out
 
 

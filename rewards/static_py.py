@@ -4,6 +4,7 @@ Resolves imports (``import torch.nn.functional as F``), extension handles
 (``ext = load_inline(...)``, ``self.ext = load_inline(...)``, ``fn = ext.fn``, functions that
 return ``load_inline(...)``) and walks ``forward`` plus the methods/functions it calls,
 sorting every call into torch compute (heavy or light), extension calls, or incidental.
+The walk itself (submodules, containers, ``.apply``, helpers) is `rewards.callgraph`.
 
 >>> src = '''
 ... import torch, torch.nn as nn
@@ -26,11 +27,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from . import ops
-
-TORCH_NONCOMPUTE = ("torch.cuda.", "torch.backends.", "torch.utils.", "torch.autograd.",
-                    "torch.jit.", "torch.library.", "torch._C.", "torch.Size", "torch.no_grad",
-                    "torch.manual_seed", "torch.device", "torch.dtype", "torch.is_tensor")
+from . import callgraph
 
 
 @dataclass(frozen=True)
@@ -53,6 +50,8 @@ class PyReport:
     model_new: ast.ClassDef | None = None
     forward_nodes: list[ast.AST] = field(default_factory=list)  # forward + reached callees
     module_attrs: dict[str, list[str]] = field(default_factory=dict)  # self.x -> nn ctor names
+    loader_fns: set[str] = field(default_factory=set)  # functions that return an extension
+    graph: object = None                                # callgraph.Graph of the last walk
     ops: list[Op] = field(default_factory=list)
     syntax_error: str | None = None
 
@@ -147,12 +146,17 @@ def extract(source: str) -> PyReport:
     rep.aliases = al = _aliases(tree)
     env = _strings(tree)
     val = env.pop("__val__")
-    loader_fns: set[str] = set()
-    for fn in ast.walk(tree):  # helper functions that return load_inline(...)
-        if isinstance(fn, ast.FunctionDef):
-            for r in ast.walk(fn):
-                if isinstance(r, ast.Call) and _is_loader(dotted(r.func, al)):
-                    loader_fns.add(fn.name)
+    loader_fns = rep.loader_fns
+    for _ in range(3):  # helpers that build the extension, or call a helper that does
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef) and fn.name not in loader_fns:
+                for r in ast.walk(fn):
+                    if isinstance(r, ast.Call) and (_is_loader(dotted(r.func, al)) or
+                                                    dotted(r.func, al) in loader_fns) and \
+                            any(isinstance(x, ast.Return) and x.value is not None
+                                for x in ast.walk(fn)):
+                        loader_fns.add(fn.name)
+                        break
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _is_loader(dotted(node.func, al)):
             for kw in node.keywords:
@@ -166,15 +170,27 @@ def extract(source: str) -> PyReport:
                 s = val(a)
                 if s:
                     rep.sources.append(s)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            d = dotted(node.value.func, al)
-            is_ext = _is_loader(d) or (d in loader_fns)
+    for _ in range(2):  # ext = load_inline(...) / = build() / = other_ext, at any scope
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                tgts = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if not _is_ext_value(node.value, al, loader_fns, rep.ext_names):
+                    continue
+                for t in tgts:
+                    name = t.id if isinstance(t, ast.Name) else (
+                        "self." + t.attr if isinstance(t, ast.Attribute) else None)
+                    if name:
+                        rep.ext_names.add(name)
+    for node in ast.walk(tree):  # fn = getattr(ext, "fn")
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                dotted(node.value.func, {}) == "getattr" and len(node.value.args) >= 2 and \
+                isinstance(node.value.args[1], ast.Constant) and \
+                _is_ext_value(node.value.args[0], al, loader_fns, rep.ext_names):
             for t in node.targets:
                 name = t.id if isinstance(t, ast.Name) else (
                     "self." + t.attr if isinstance(t, ast.Attribute) else None)
-                if name and is_ext:
-                    rep.ext_names.add(name)
+                if name:
+                    rep.ext_fn_aliases[name] = str(node.value.args[1].value)
     for node in ast.walk(tree):  # fn = ext.fn / self.fn = ext.fn / self.fn = self.ext.fn
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
             base = dotted(node.value.value, {})
@@ -189,130 +205,20 @@ def extract(source: str) -> PyReport:
         if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
             rep.model_new = node
     if rep.model_new is not None:
-        _walk_forward(rep)
+        callgraph.walk(rep)
     return rep
 
 
-def _methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
-    return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
-
-
-def _walk_forward(rep: PyReport) -> None:
-    al, tree, cls = rep.aliases, rep.tree, rep.model_new
-    methods = _methods(cls)
-    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    init = methods.get("__init__")
-    if init is not None:
-        for node in ast.walk(init):
-            if isinstance(node, ast.Assign):
-                for t in node.targets:
-                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
-                            t.value.id == "self":
-                        ctors = []
-                        for c in ast.walk(node.value):
-                            if isinstance(c, ast.Call):
-                                d = dotted(c.func, al) or ""
-                                if d.startswith("torch.nn.") and d.split(".")[-1][:1].isupper():
-                                    ctors.append(d.split(".")[-1])
-                        ctors = [c for c in ctors if c not in ("Sequential", "ModuleList",
-                                                               "ModuleDict", "Parameter")]
-                        if ctors:
-                            rep.module_attrs.setdefault(t.attr, []).extend(ctors)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in ("append", "add_module", "extend"):
-                tgt = dotted(node.func.value, {}) or ""
-                if tgt.startswith("self."):
-                    for c in ast.walk(node):
-                        if isinstance(c, ast.Call):
-                            d = dotted(c.func, al) or ""
-                            if d.startswith("torch.nn.") and d.split(".")[-1][:1].isupper():
-                                rep.module_attrs.setdefault(tgt[5:], []).append(d.split(".")[-1])
-    # local lists built in __init__ then wrapped: self.net = nn.Sequential(*layers)
-    if init is not None:
-        local: dict[str, list[str]] = {}
-        for node in ast.walk(init):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    isinstance(node.func.value, ast.Name) and \
-                    node.func.attr in ("append", "extend", "insert"):
-                for c in ast.walk(node):
-                    if isinstance(c, ast.Call):
-                        d = dotted(c.func, al) or ""
-                        if d.startswith("torch.nn.") and d.split(".")[-1][:1].isupper():
-                            local.setdefault(node.func.value.id, []).append(d.split(".")[-1])
-            if isinstance(node, ast.AugAssign | ast.Assign):
-                tgts = [node.target] if isinstance(node, ast.AugAssign) else node.targets
-                for t in tgts:
-                    if isinstance(t, ast.Name):
-                        for c in ast.walk(node.value):
-                            if isinstance(c, ast.Call):
-                                d = dotted(c.func, al) or ""
-                                if d.startswith("torch.nn.") and d.split(".")[-1][:1].isupper():
-                                    local.setdefault(t.id, []).append(d.split(".")[-1])
-        for node in ast.walk(init):
-            if isinstance(node, ast.Assign):
-                for t in node.targets:
-                    if isinstance(t, ast.Attribute):
-                        for n in ast.walk(node.value):
-                            if isinstance(n, ast.Name) and n.id in local:
-                                rep.module_attrs.setdefault(t.attr, []).extend(local[n.id])
-    fwd = methods.get("forward")
-    if fwd is None:
-        return
-    todo: list[ast.AST] = [fwd]
-    seen: set[int] = set()
-    ext_short = {n.replace("self.", "") for n in rep.ext_names}
-    while todo:
-        fn = todo.pop()
-        if id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        rep.forward_nodes.append(fn)
-        for node in ast.walk(fn):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-                rep.ops.append(Op("matmul", "torch_heavy", "gemm", node.lineno))
-            if not isinstance(node, ast.Call):
-                continue
-            d = dotted(node.func, al) or ""
-            last = d.split(".")[-1]
-            if last.startswith("__") and last.endswith("__"):
-                last = last.strip("_")  # x.__matmul__(w) is x @ w
-            root = d.split(".")[0]
-            if d in rep.ext_fn_aliases or d.replace("self.", "") in {
-                    k.replace("self.", "") for k in rep.ext_fn_aliases}:
-                name = rep.ext_fn_aliases.get(d) or rep.ext_fn_aliases.get(
-                    "self." + d.replace("self.", ""), last)
-                rep.ops.append(Op(name, "ext", None, node.lineno))
-            elif isinstance(node.func, ast.Attribute) and (
-                    dotted(node.func.value, {}) in rep.ext_names or
-                    (dotted(node.func.value, {}) or "").replace("self.", "") in ext_short):
-                rep.ops.append(Op(last, "ext", None, node.lineno))
-            elif d.startswith("self.") and d.count(".") == 1 and last in methods:
-                todo.append(methods[last])
-            elif d.startswith("self.") and d.split(".")[1] in rep.module_attrs and \
-                    (d.count(".") == 1 or d.endswith("()")):
-                for ctor in rep.module_attrs[d.split(".")[1]]:
-                    fam = ops.family(ctor)
-                    if fam or ops.is_light(ctor):
-                        rep.ops.append(Op(ctor, "torch_heavy" if fam else "torch_light", fam,
-                                          node.lineno))
-            elif d in funcs:
-                todo.append(funcs[d])
-            elif d.endswith(".apply") and d.split(".")[0] in classes:
-                for m in _methods(classes[d.split(".")[0]]).values():
-                    if m.name == "forward":
-                        todo.append(m)
-            elif root == "torch" or (isinstance(node.func, ast.Attribute) and
-                                     dotted(node.func.value, al) is None or
-                                     (isinstance(node.func, ast.Attribute) and
-                                      root not in al.values() and root not in funcs)):
-                if any(d.startswith(p) for p in TORCH_NONCOMPUTE) or ops.is_incidental(last):
-                    continue
-                if root != "torch" and not isinstance(node.func, ast.Attribute):
-                    continue
-                fam = ops.family(last)
-                if fam:
-                    rep.ops.append(Op(last, "torch_heavy", fam, node.lineno))
-                elif ops.is_light(last) or (root == "torch" and last[:1].islower()):
-                    rep.ops.append(Op(last, "torch_light", None, node.lineno))
-    rep.ops.sort(key=lambda o: (o.kind != "ext", o.line))
+def _is_ext_value(e: ast.AST, al: dict, loader_fns: set[str], ext_names: set[str]) -> bool:
+    """Does ``e`` evaluate to an extension module (a loader call, a helper, another handle)?"""
+    if isinstance(e, ast.Call):
+        d = dotted(e.func, al)
+        return _is_loader(d) or d in loader_fns or (d or "").split(".")[-1] in loader_fns
+    if isinstance(e, ast.Name | ast.Attribute):
+        d = dotted(e, {})
+        return d in ext_names or (d or "").startswith("self.") and d in ext_names
+    if isinstance(e, ast.IfExp):
+        return any(_is_ext_value(x, al, loader_fns, ext_names) for x in (e.body, e.orelse))
+    if isinstance(e, ast.BoolOp):
+        return any(_is_ext_value(x, al, loader_fns, ext_names) for x in e.values)
+    return False

@@ -1,0 +1,460 @@
+"""Call graph of a candidate: everything `ModelNew.forward` reaches, and what each call is.
+
+Real solutions rarely call their kernels from ``ModelNew.forward`` itself: they call them from
+the ``forward`` of a small module the program defines (held in an attribute, an
+``nn.Sequential``/``ModuleList``/``ModuleDict``, built in a loop or a comprehension), from an
+``autograd.Function`` through ``.apply``, or from helper functions. This walker follows those
+edges and sorts each call into an extension call, torch compute (heavy or light) or incidental.
+
+>>> src = '''
+... import torch, torch.nn as nn
+... from torch.utils.cpp_extension import load_inline
+... def build():
+...     return load_inline(name="e", cpp_sources="", functions=["relu_fwd"])
+... class Block(nn.Module):
+...     def __init__(self, ext):
+...         super().__init__(); self.fc = nn.Linear(4, 4); self.ext = build()
+...     def forward(self, x):
+...         return self.ext.relu_fwd(self.fc(x))
+... class ModelNew(nn.Module):
+...     def __init__(self):
+...         super().__init__()
+...         self.layers = nn.Sequential(*[Block(None) for _ in range(3)])
+...     def forward(self, x):
+...         return self.layers(x)
+... '''
+>>> from rewards.static_py import extract
+>>> sorted((o.name, o.kind) for o in extract(src).ops)
+[('Linear', 'torch_heavy'), ('relu_fwd', 'ext')]
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from . import ops
+
+if TYPE_CHECKING:
+    from .static_py import PyReport
+
+CONTAINERS = ("Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")
+TORCH_NONCOMPUTE = ("torch.cuda.", "torch.backends.", "torch.utils.", "torch.autograd.",
+                    "torch.jit.", "torch.library.", "torch._C.", "torch.Size", "torch.no_grad",
+                    "torch.manual_seed", "torch.device", "torch.dtype", "torch.is_tensor",
+                    "torch.compile", "torch._dynamo.", "torch.fx.")
+# iteration wrappers whose elements are the wrapped container's elements
+ITER_WRAPPERS = ("enumerate", "zip", "reversed", "list", "tuple", "iter", "sorted")
+ITER_METHODS = ("items", "values", "children", "modules", "named_children", "keys")
+
+
+def _dotted(node, aliases):
+    from .static_py import dotted
+
+    return dotted(node, aliases)
+
+
+def _self_attr(e: ast.AST) -> str | None:
+    """``self.x`` -> ``x`` (also ``self.x[i]``, ``self.x.items()``, ``enumerate(self.x)``)."""
+    while True:
+        if isinstance(e, ast.Subscript):
+            e = e.value
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and \
+                e.func.attr in ITER_METHODS:
+            e = e.func.value
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and \
+                e.func.id in ITER_WRAPPERS and e.args:
+            e = e.args[-1] if e.func.id == "enumerate" else e.args[0]
+        else:
+            break
+    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self":
+        return e.attr
+    return None
+
+
+class Graph:
+    """Classes, functions and module-attribute types of one program."""
+
+    def __init__(self, rep: PyReport):
+        self.rep, self.al = rep, rep.aliases
+        tree = rep.tree
+        self.classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        methods = {id(m) for c in self.classes.values() for m in c.body}
+        self.funcs = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+                      and id(n) not in methods}
+        self.ext_globals = {n for n in rep.ext_names if not n.startswith("self.")}
+        self.ext_attrs = {n[5:] for n in rep.ext_names if n.startswith("self.")}
+        # module-level aliases of .apply: fused = FusedFn.apply
+        self.apply_alias: dict[str, str] = {}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Attribute) and \
+                    n.value.attr == "apply" and isinstance(n.value.value, ast.Name) and \
+                    n.value.value.id in self.classes:
+                for t in n.targets:
+                    key = t.id if isinstance(t, ast.Name) else (
+                        "self." + t.attr if isinstance(t, ast.Attribute) else None)
+                    if key:
+                        self.apply_alias[key] = n.value.value.id
+        self.attr_types: dict[tuple[str, str], set[str]] = {}
+        self._busy: set[tuple[int, str | None]] = set()
+        for cname, cls in self.classes.items():
+            for m in cls.body:
+                if isinstance(m, ast.FunctionDef):
+                    self._collect_attrs(cname, m)
+
+    # ---- types: "cls:K", "nn:X", "fn:f", "ext", "extfn:f", "apply:K" --------------------------
+    def types(self, e: ast.AST, env: dict[str, set[str]], depth: int = 0) -> set[str]:
+        if e is None or depth > 6:
+            return set()
+        t = lambda x: self.types(x, env, depth + 1)  # noqa: E731
+        if isinstance(e, ast.Call):
+            d = _dotted(e.func, self.al) or ""
+            last = d.split(".")[-1]
+            if isinstance(e.func, ast.Name) and e.func.id in self.classes:
+                return {"cls:" + e.func.id}
+            if last in CONTAINERS:
+                out: set[str] = set()
+                for a in [*e.args, *(k.value for k in e.keywords)]:
+                    out |= t(a)
+                return out
+            if d.startswith("torch.nn.") and last[:1].isupper():
+                return {"nn:" + last}
+            callee = None  # a helper or self.method that builds and returns modules
+            if isinstance(e.func, ast.Name) and e.func.id in self.funcs:
+                callee = (None, self.funcs[e.func.id])
+            elif isinstance(e.func, ast.Attribute) and isinstance(e.func.value, ast.Name) and \
+                    e.func.value.id == "self" and env.get(" cls"):
+                callee = self.method(next(iter(env[" cls"])), e.func.attr)
+            if callee is not None:
+                c, fn = callee
+                bound = {p.arg: t(a) for p, a in zip(
+                    [p for p in fn.args.args if p.arg != "self"], e.args, strict=False)}
+                bound.update({k.arg: t(k.value) for k in e.keywords if k.arg})
+                fenv = self._local_env(fn, c, {k: v for k, v in bound.items() if v})
+                out = set()
+                for r in ast.walk(fn):
+                    if isinstance(r, ast.Return) and r.value is not None:
+                        out |= self.types(r.value, fenv, depth + 1)
+                return out
+            fty = t(e.func) if isinstance(e.func, ast.Name) else set()
+            if any(x.startswith("cls:") for x in fty):  # block = SomeBlock; block(...)
+                return {x for x in fty if x.startswith("cls:")}
+            if d == "getattr" and len(e.args) >= 2 and self.is_ext(e.args[0], env):
+                return {"extfn:" + (e.args[1].value if isinstance(e.args[1], ast.Constant)
+                                    else "*")}
+            return set()
+        if isinstance(e, ast.Starred):
+            return t(e.value)
+        if isinstance(e, ast.List | ast.Tuple | ast.Set):
+            return set().union(*(t(x) for x in e.elts)) if e.elts else set()
+        if isinstance(e, ast.ListComp | ast.GeneratorExp | ast.SetComp):
+            return t(e.elt)
+        if isinstance(e, ast.Dict):
+            return set().union(*(t(x) for x in e.values)) if e.values else set()
+        if isinstance(e, ast.DictComp):
+            return t(e.value)
+        if isinstance(e, ast.IfExp):
+            return t(e.body) | t(e.orelse)
+        if isinstance(e, ast.BoolOp):
+            return set().union(*(t(x) for x in e.values))
+        if isinstance(e, ast.Name):
+            if e.id in env:
+                return env[e.id]
+            if e.id in self.ext_globals:
+                return {"ext"}
+            if e.id in self.funcs:
+                return {"fn:" + e.id}
+            if e.id in self.apply_alias:
+                return {"apply:" + self.apply_alias[e.id]}
+            if e.id in self.classes:
+                return {"cls:" + e.id}
+            return set()
+        if isinstance(e, ast.Attribute):
+            if e.attr == "apply" and isinstance(e.value, ast.Name) and e.value.id in self.classes:
+                return {"apply:" + e.value.id}
+            if self.is_ext(e.value, env):
+                return {"extfn:" + e.attr}
+            if self.is_ext(e, env):
+                return {"ext"}
+            return set()
+        if isinstance(e, ast.Subscript):
+            return t(e.value)
+        if isinstance(e, ast.Lambda):
+            return {"lambda"}
+        return set()
+
+    def is_ext(self, e: ast.AST, env: dict[str, set[str]] | None = None) -> bool:
+        """Is ``e`` an extension module handle (``ext``, ``self.ext``, ``get_ext()``)?"""
+        if isinstance(e, ast.Name):
+            return e.id in self.ext_globals or "ext" in (env or {}).get(e.id, set())
+        if isinstance(e, ast.Attribute):
+            return e.attr in self.ext_attrs or (
+                isinstance(e.value, ast.Name) and e.value.id == "self" and
+                any("ext" in v for (c, a), v in self.attr_types.items() if a == e.attr))
+        if isinstance(e, ast.Call):
+            d = _dotted(e.func, self.al) or ""
+            return d in self.rep.loader_fns or d.split(".")[-1] in self.rep.loader_fns
+        return False
+
+    def _local_env(self, fn: ast.FunctionDef, cname: str | None,
+                   env: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
+        """Local names -> types: lists built by append/+=, loop variables over containers."""
+        key = (id(fn), cname)
+        env = dict(env or {})
+        if cname:
+            env[" cls"] = {cname}  # not an identifier: the class `self` belongs to
+        if key in self._busy:  # recursion (a helper calling itself): stop here
+            return env
+        self._busy.add(key)
+        for _ in range(2):
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign) and n.value is not None:
+                    tgts = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    ty = self.types(n.value, env)
+                    attr = _self_attr(n.value)
+                    if attr and cname:
+                        ty = ty | self.attr_of(cname, attr)
+                    for tg in tgts:
+                        for x in ast.walk(tg):
+                            if isinstance(x, ast.Name) and ty:
+                                env.setdefault(x.id, set()).update(ty)
+                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                        isinstance(n.func.value, ast.Name) and \
+                        n.func.attr in ("append", "extend", "insert", "add_module", "update"):
+                    ty = set().union(*(self.types(a, env) for a in n.args)) if n.args else set()
+                    if ty:
+                        env.setdefault(n.func.value.id, set()).update(ty)
+                elif isinstance(n, ast.For | ast.comprehension):
+                    ty = self.types(n.iter, env)
+                    attr = _self_attr(n.iter)
+                    if attr and cname:
+                        ty = ty | self.attr_of(cname, attr)
+                    if ty:
+                        for x in ast.walk(n.target):
+                            if isinstance(x, ast.Name):
+                                env.setdefault(x.id, set()).update(ty)
+        self._busy.discard(key)
+        return env
+
+    def _collect_attrs(self, cname: str, fn: ast.FunctionDef) -> None:
+        env = self._local_env(fn, cname)
+        for n in ast.walk(fn):
+            pairs: list[tuple[str, ast.AST]] = []
+            if isinstance(n, ast.Assign):
+                for tg in n.targets:
+                    base = tg.value if isinstance(tg, ast.Subscript) else tg
+                    if isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) and \
+                            base.value.id == "self":
+                        pairs.append((base.attr, n.value))
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                recv = _self_attr(n.func.value) if n.func.attr != "add_module" else None
+                if n.func.attr in ("append", "extend", "insert", "update") and recv:
+                    pairs += [(recv, a) for a in n.args]
+                elif n.func.attr == "add_module" and len(n.args) == 2:
+                    owner = _self_attr(n.func.value)
+                    name = n.args[0].value if isinstance(n.args[0], ast.Constant) else "*"
+                    pairs.append((owner or str(name), n.args[1]))
+                elif isinstance(n.func, ast.Attribute) and n.func.attr == "register_module" \
+                        and len(n.args) == 2:
+                    pairs.append(("*", n.args[1]))
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and \
+                    n.func.id == "setattr" and len(n.args) == 3 and \
+                    isinstance(n.args[0], ast.Name) and n.args[0].id == "self":
+                name = n.args[1].value if isinstance(n.args[1], ast.Constant) else "*"
+                pairs.append((str(name), n.args[2]))
+            for attr, value in pairs:
+                ty = self.types(value, env)
+                if isinstance(value, ast.Name) and value.id in self.ext_globals:
+                    ty.add("ext")
+                if ty:
+                    self.attr_types.setdefault((cname, attr), set()).update(ty)
+
+    def bases(self, cname: str) -> list[str]:
+        out, todo = [], [cname]
+        while todo:
+            c = todo.pop(0)
+            if c in out or c not in self.classes:
+                continue
+            out.append(c)
+            todo += [b.id for b in self.classes[c].bases if isinstance(b, ast.Name)]
+        return out
+
+    def method(self, cname: str, name: str) -> tuple[str, ast.FunctionDef] | None:
+        for c in self.bases(cname):
+            for m in self.classes[c].body:
+                if isinstance(m, ast.FunctionDef) and m.name == name:
+                    return c, m
+        return None
+
+    def attr_of(self, cname: str, attr: str) -> set[str]:
+        out: set[str] = set()
+        for c in self.bases(cname):
+            out |= self.attr_types.get((c, attr), set())
+            if attr != "*" and self.attr_types.get((c, "*")) and \
+                    not self.attr_types.get((c, attr)):
+                out |= self.attr_types[(c, "*")]
+        return out
+
+
+def walk(rep: PyReport) -> None:
+    """Fill ``rep.ops``, ``rep.forward_nodes`` and ``rep.module_attrs`` from ModelNew.forward."""
+    from .static_py import Op
+
+    g = Graph(rep)
+    rep.graph = g
+    for (c, a), ty in g.attr_types.items():
+        if c == "ModelNew":
+            rep.module_attrs.setdefault(a, []).extend(sorted(x[3:] for x in ty
+                                                             if x.startswith("nn:")))
+    start = g.method("ModelNew", "forward")
+    if start is None:
+        return
+    todo: list[tuple[str | None, ast.FunctionDef]] = [start]
+    seen: set[tuple[str | None, int]] = set()
+    declared = list(dict.fromkeys(rep.functions))
+
+    def add_torch(name: str, line: int) -> None:
+        fam = ops.family(name)
+        if fam or ops.is_light(name):
+            rep.ops.append(Op(name, "torch_heavy" if fam else "torch_light", fam, line))
+
+    def dispatch(ty: set[str], line: int, meth: str = "forward") -> bool:
+        hit = False
+        for x in sorted(ty):
+            kind, _, name = x.partition(":")
+            if kind == "cls":
+                for m in (meth, "__call__") if meth == "forward" else (meth,):
+                    found = g.method(name, m)
+                    if found:
+                        todo.append(found)
+                        hit = True
+            elif kind == "apply":
+                found = g.method(name, "forward")
+                if found:
+                    todo.append(found)
+                    hit = True
+            elif kind == "nn" and meth == "forward":
+                add_torch(name, line)
+                hit = True
+            elif kind == "fn" and name in g.funcs:
+                todo.append((None, g.funcs[name]))
+                hit = True
+            elif kind == "extfn":
+                for f in (declared or ["*"]) if name == "*" else [name]:
+                    rep.ops.append(Op(f, "ext", None, line))
+                hit = True
+            elif kind == "ext" and meth != "forward":
+                rep.ops.append(Op(meth, "ext", None, line))
+                hit = True
+        return hit
+
+    while todo:
+        cname, fn = todo.pop()
+        if (cname, id(fn)) in seen:
+            continue
+        seen.add((cname, id(fn)))
+        rep.forward_nodes.append(fn)
+        env = g._local_env(fn, cname)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+                rep.ops.append(Op("matmul", "torch_heavy", "gemm", node.lineno))
+            if not isinstance(node, ast.Call):
+                continue
+            _classify(g, rep, node, cname, env, todo, dispatch, add_torch)
+    rep.ops.sort(key=lambda o: (o.kind != "ext", o.line))
+
+
+def _classify(g: Graph, rep, node: ast.Call, cname, env, todo, dispatch, add_torch) -> None:
+    from .static_py import Op
+
+    al = rep.aliases
+    f = node.func
+    d = _dotted(f, al) or ""
+    last = d.split(".")[-1]
+    if last.startswith("__") and last.endswith("__"):
+        last = last.strip("_")  # x.__matmul__(w) is x @ w
+    root = d.split(".")[0]
+    line = node.lineno
+    # extension function aliases: fn = ext.fn / self.fn = ext.fn
+    short = d[5:] if d.startswith("self.") else d
+    if d in rep.ext_fn_aliases or ("self." + short) in rep.ext_fn_aliases or \
+            short in rep.ext_fn_aliases:
+        name = rep.ext_fn_aliases.get(d) or rep.ext_fn_aliases.get("self." + short) or \
+            rep.ext_fn_aliases.get(short, last)
+        rep.ops.append(Op(name, "ext", None, line))
+        return
+    if isinstance(f, ast.Attribute) and g.is_ext(f.value, env):
+        rep.ops.append(Op(f.attr, "ext", None, line))
+        return
+    if isinstance(f, ast.Call):  # getattr(ext, "f")(x), Block(...)(x)
+        ty = g.types(f, env)
+        if ty and dispatch(ty, line):
+            return
+    if isinstance(f, ast.Name):
+        if f.id in env and dispatch(env[f.id], line):
+            return
+        if f.id in g.funcs:
+            todo.append((None, g.funcs[f.id]))
+            return
+        if f.id in g.apply_alias:
+            dispatch({"apply:" + g.apply_alias[f.id]}, line)
+            return
+        if f.id in g.classes:  # instantiating a program class inside forward
+            for m in ("__init__", "__call__"):
+                found = g.method(f.id, m)
+                if found:
+                    todo.append(found)
+            return
+    if isinstance(f, ast.Attribute):
+        v = f.value
+        # super().forward(x) / super().method(x)
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "super" \
+                and cname:
+            for b in g.bases(cname)[1:]:
+                found = g.method(b, f.attr)
+                if found:
+                    todo.append(found)
+                    return
+            return
+        if f.attr == "apply" and isinstance(v, ast.Name) and v.id in g.classes:
+            dispatch({"apply:" + v.id}, line)
+            return
+        if isinstance(v, ast.Name) and v.id == "self" and cname:
+            found = g.method(cname, f.attr)
+            if found:
+                todo.append(found)
+                return
+            ty = g.attr_of(cname, f.attr)
+            if ty and dispatch(ty, line):
+                return
+            if ("self." + f.attr) in g.apply_alias:
+                dispatch({"apply:" + g.apply_alias["self." + f.attr]}, line)
+                return
+        attr = _self_attr(v)
+        if attr and cname and isinstance(v, ast.Attribute):  # self.block.method(x)
+            ty = g.attr_of(cname, attr)
+            if ty and dispatch(ty, line, f.attr if f.attr != "__call__" else "forward"):
+                return
+        if isinstance(v, ast.Name) and v.id in env:  # layer.forward(x)
+            meth = "forward" if f.attr in ("forward", "__call__") else f.attr
+            if dispatch(env[v.id], line, meth):
+                return
+    if isinstance(f, ast.Subscript):  # self.layers[i](x), layers[i](x)
+        attr = _self_attr(f)
+        ty = (g.attr_of(cname, attr) if attr and cname else set()) | g.types(f, env)
+        if ty:
+            dispatch(ty, line)
+        return
+    if root == "torch" or (isinstance(f, ast.Attribute) and _dotted(f.value, al) is None or (
+            isinstance(f, ast.Attribute) and root not in al.values() and root not in g.funcs)):
+        if any(d.startswith(p) for p in TORCH_NONCOMPUTE) or ops.is_incidental(last):
+            return
+        if root != "torch" and not isinstance(f, ast.Attribute):
+            return
+        if root == "self" and cname and d.count(".") == 1:
+            return  # an unresolved self.attr(...) call is not a torch op by name alone
+        fam = ops.family(last)
+        if fam:
+            rep.ops.append(Op(last, "torch_heavy", fam, line))
+        elif ops.is_light(last) or (root == "torch" and last[:1].islower()):
+            rep.ops.append(Op(last, "torch_light", None, line))
