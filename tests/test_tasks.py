@@ -321,3 +321,74 @@ def test_bench_needs_no_hydra_omegaconf_duckdb_polars(tmp_path):
                        timeout=120)
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "level3_baselines.json").is_file()
+
+
+# --------------------------------------------------------------------------------------------
+# Real KernelBench patterns: a reference that cannot be built on the meta device (Swin calls
+# .item() in its constructor), one that imports einops (Mamba2), an unverifiable baseline.
+
+META_FAILS = GOOD_MLP.replace(
+    "        self.fc = nn.Linear(dim, dim)",
+    "        depth = int(torch.linspace(0, 3, 4)[2].item())  # Swin's drop-path schedule\n"
+    "        self.fc = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(depth)])")
+USES_EINOPS = GOOD_MLP.replace("import torch\n", "import torch\nfrom einops import rearrange\n", 1
+                               ).replace("return torch.relu(self.fc(x))",
+                                         "return rearrange(torch.relu(self.fc(x)), 'b d -> b d')")
+BROKEN_INPUTS = GOOD_MLP.replace("return [torch.randn(BATCH, DIM)]", "return [1 / 0]")
+
+
+@pytest.fixture
+def kb_real_patterns(tmp_path):
+    level = tmp_path / "KernelBench" / "level3"
+    level.mkdir(parents=True)
+    (level / "1_SwinLike.py").write_text(META_FAILS)
+    (level / "2_MambaLike.py").write_text(USES_EINOPS)
+    (level / "3_BrokenInputs.py").write_text(BROKEN_INPUTS)
+    return tmp_path
+
+
+def test_meta_failure_falls_back_to_cpu_and_einops_references_load(kb_real_patterns):
+    from mining.stages.tasks_cmd import describe
+
+    assert "self.fc = nn.Linear(dim, dim)" in GOOD_MLP  # the patterns above really changed it
+    report = load_dir(kb_real_patterns, level=3)
+    assert report.errors == [] and len(report.tasks) == 3   # einops is a project dependency
+    swin, mamba, broken = (describe(t) for t in report.tasks)
+    dim = 8
+    assert swin["params"] == 2 * (dim * dim + dim) and "built on cpu" in swin["note"]
+    assert "meta" in swin["note"] and swin["inputs"] == [(4, dim)]
+    assert mamba["params"] == dim * dim + dim and mamba["note"] is None
+    assert broken["inputs"] is None and "ZeroDivisionError" in broken["note"]
+    assert broken["params"] == dim * dim + dim
+
+
+def test_cli_lists_every_real_pattern_without_a_traceback(kb_real_patterns):
+    env = {**os.environ, "COLUMNS": "250"}
+    p = subprocess.run([sys.executable, "-m", "mining", "tasks", "task=kernelbench",
+                        f"task.root={kb_real_patterns}", "task.level=3"], capture_output=True,
+                       text=True, timeout=120, cwd=REPO, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr + p.stdout
+    for name in ("SwinLike", "MambaLike", "BrokenInputs"):
+        assert name in p.stdout
+    assert "built on cpu" in p.stdout and "input shapes unknown" in p.stdout
+
+
+def test_tasks_flags_an_unverifiable_task(kb_real_patterns, monkeypatch, capsys):
+    from omegaconf import OmegaConf
+
+    import rewards.harness.baselines as baselines
+    from mining.stages import tasks_cmd
+
+    tasks = {t.hash: t for t in load_dir(kb_real_patterns, level=3).tasks}
+    mamba = next(h for h, t in tasks.items() if t.name == "MambaLike")
+    monkeypatch.setattr(baselines, "lookup", lambda h, *a, **k: (
+        {"ref_runtime_us": 1500.0, "unverifiable": "outputs equal across trials"} if h == mamba
+        else {"ref_runtime_us": 2000.0}))
+    monkeypatch.setenv("COLUMNS", "250")
+    cfg = OmegaConf.create({"task": {"kind": "dir", "root": str(kb_real_patterns), "level": 3}})
+    assert tasks_cmd.main(cfg, []) == 0
+    lines = capsys.readouterr().out.splitlines()
+    [row] = [ln for ln in lines if "MambaLike" in ln]
+    assert "UNVERIFIABLE: outputs equal across trials" in row and "1.50" in row
+    assert not any("UNVERIFIABLE" in ln for ln in lines if "SwinLike" in ln)
