@@ -22,8 +22,10 @@ def _dir(cache_dir: str | None) -> str:
 PROTOCOL = 2
 
 
-def key(task_hash: str, device_name: str, torch_version: str, overrides: dict, calls: int) -> str:
-    material = [overrides, calls, PROTOCOL]
+def key(task_hash: str, device_name: str, torch_version: str, overrides: dict, calls: int,
+        variant: dict | None = None) -> str:
+    """``variant``: harness settings the reference's timing depends on (model mode, TF32)."""
+    material = [overrides, calls, PROTOCOL] + ([variant] if variant else [])
     shape = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:12]
     safe = lambda s: "".join(c if c.isalnum() or c in ".-" else "_" for c in s)  # noqa: E731
     return f"{task_hash}__{safe(device_name)}__{safe(torch_version)}__{shape}"
@@ -47,11 +49,12 @@ def store(k: str, record: dict, cache_dir: str | None = None) -> None:
 
 
 def lookup(task_hash: str, cache_dir: str | None = None) -> dict | None:
-    """Newest cached baseline of a task at full size (unshrunk) if any, else the newest at all."""
+    """Newest cached baseline of a task at full size (unshrunk) if any, else the newest at all.
+    ``unverifiable``: the reason when the reference's outputs did not depend on its inputs."""
     files = sorted(glob.glob(os.path.join(_dir(cache_dir), f"{task_hash}__*.json")), key=os.path.getmtime)
     recs = [r for r in (load(os.path.basename(f)[:-5], cache_dir) for f in files) if r]
     full = [r for r in recs if not r.get("overrides")]
     best = (full or recs or [None])[-1]
     if best is None:
         return None
-    return {k: best.get(k) for k in ("ref_runtime_us", "ref_compile_runtime_us", "device", "gpu")}
+    return {k: best.get(k) for k in ("ref_runtime_us", "ref_compile_runtime_us", "device", "gpu", "unverifiable")}

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+MODEL_MODES = ("train", "eval", "both")
+
 
 def _d(**kw: Any) -> Any:
     return field(default_factory=lambda: dict(kw))
@@ -19,6 +21,9 @@ class HarnessConfig:
     trials: int = 5
     seed: int = 42
     copy_params: bool = False
+    model_mode: str = "train"  # train (KernelBench: never .eval()) | eval | both (correct in both modes)
+    shared_namespace: bool = True  # the candidate sees the reference module's names (KernelBench's exec)
+    precision: dict = _d(matmul_tf32=False, cudnn_tf32=False)  # TF32 in the workers (the oracle's math)
     atol: dict = _d(float32=1e-4, float16=1e-2, bfloat16=1e-2)
     rtol: dict = _d(float32=1e-4, float16=1e-2, bfloat16=1e-2)
     warmup: int = 3
@@ -48,7 +53,8 @@ class HarnessConfig:
     build_nice: int = 10  # builds yield the CPU to the GPU slot's work (IPC, judging)
     fast_build: bool = True
     ceilings: dict = _d(bandwidth_Bps=4.3e12,
-                        peak_flops={"float32": 6.0e13, "float16": 7.9e14, "bfloat16": 7.9e14})
+                        peak_flops={"float32": 6.0e13, "float16": 7.9e14, "bfloat16": 7.9e14},
+                        peak_flops_tf32=4.9e14)
     profiling: dict = field(default_factory=dict)  # levels and budgets; see profcfg.DEFAULTS
 
     @classmethod
@@ -71,6 +77,11 @@ class HarnessConfig:
             raise ValueError("harness.input_sets must be >= 3 and harness.trials >= 1")
         if not (base.judge_device in ("auto", "cpu") or str(base.judge_device).startswith("cuda")):
             raise ValueError(f"harness.judge_device must be auto, cpu or cuda[:N], not {base.judge_device!r}")
+        if base.model_mode not in MODEL_MODES:
+            raise ValueError(f"harness.model_mode must be one of {list(MODEL_MODES)}, not {base.model_mode!r}")
+        bad = sorted(set(base.precision) - {"matmul_tf32", "cudnn_tf32"})
+        if bad or not all(isinstance(v, bool) for v in base.precision.values()):
+            raise ValueError(f"harness.precision takes matmul_tf32 and cudnn_tf32 (true/false), not {base.precision!r}")
         lo, hi = (float(v) for v in base.timing_scale_range)
         if not 0 < lo <= hi:
             raise ValueError("harness.timing_scale_range must be [lo, hi] with 0 < lo <= hi")
@@ -104,6 +115,19 @@ class HarnessConfig:
 
             return max(1, torch.cuda.device_count())
         return int(self.gpu_workers)
+
+    def primary_mode(self) -> str:
+        """The mode timed, profiled and baselined: eval only when asked for eval alone."""
+        return "eval" if self.model_mode == "eval" else "train"
+
+    def trial_modes(self) -> list[str]:
+        """Correctness modes in run order: eval first under ``both``, so the training-mode trials'
+        BatchNorm running-stat updates cannot reach the eval-mode outputs (the reference runs
+        in the same order)."""
+        return ["eval", "train"] if self.model_mode == "both" else [self.primary_mode()]
+
+    def tf32_allowed(self) -> bool:
+        return bool(self.precision.get("matmul_tf32") or self.precision.get("cudnn_tf32"))
 
     def overrides_for(self, task: Any, device: str) -> dict:
         small = dict(getattr(task, "small", None) or {})

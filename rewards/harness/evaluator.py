@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures as cf
 import contextlib
+import json
 import os
 import queue
 import random
@@ -30,7 +31,7 @@ from typing import Any
 
 import torch
 
-from rewards.harness import baselines, protocol, timing
+from rewards.harness import baselines, floor, precision, protocol, timing
 from rewards.harness.compare import compare, zeros_would_pass
 from rewards.harness.config import HarnessConfig
 from rewards.harness.result import EvalResult
@@ -102,6 +103,26 @@ def _same(xs: list) -> bool:
     """Every list of tensors in ``xs`` equals the first (more than one list)."""
     return len(xs) > 1 and all(len(a) == len(xs[0]) and all(torch.equal(p, q) for p, q in zip(a, xs[0], strict=True))
                                for a in xs[1:])
+
+
+def unverifiable_reason(trials: list) -> str | None:
+    """Why correctness cannot be checked on this task, or None: the reference's outputs are the
+    same across the correctness trials although their tensor inputs differ."""
+    ins = [[x for x in xs if isinstance(x, torch.Tensor)] for xs, _ in trials]
+    if not _same([refs for _, refs in trials]) or _same(ins):
+        return None
+    return (f"the reference's outputs are identical across its {len(trials)} correctness trials although "
+            "the inputs differ, so its output does not depend on its inputs and correctness cannot be checked")
+
+
+@contextlib.contextmanager
+def instrumentation(ev: dict, what: str):
+    """The harness's own instrumentation (profilers, ncu): a failure is recorded as
+    ``profiling_error`` (the first one, one sentence) and never changes the candidate's status."""
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - whatever broke, it was the harness's measuring, not the program
+        ev.setdefault("profiling_error", f"{what} failed ({type(e).__name__}: {str(e).strip()[:300]})")
 
 
 def _lru_insert(cache: collections.OrderedDict, key, value, limit: int, evict=None) -> None:
@@ -284,7 +305,7 @@ class Evaluator:
         ph = r.evidence["phases_s"]
         ph["queue"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        ok = self._build(src, r, r.evidence, self.cfg.fast_build)
+        ok = self._build(src, r, r.evidence, self.cfg.fast_build, task)
         ph["build"] = time.perf_counter() - t1
         if not ok:
             fut.set_result(self._finish(r, t0))
@@ -336,7 +357,8 @@ class Evaluator:
         if self._closing:
             raise RuntimeError("the evaluator is shutting down")
         env = {**self._ext_env(None if role == "build" else gpu), "KM_DEVICE": self.device,
-               "MAX_JOBS": str(self.cfg.build_max_jobs), "KM_NICE": str(self.cfg.build_nice if role == "build" else 0)}
+               "MAX_JOBS": str(self.cfg.build_max_jobs), "KM_NICE": str(self.cfg.build_nice if role == "build" else 0),
+               precision.ENV: json.dumps(self.cfg.precision)}
         w = Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace)
         with self._wlock:
             self._workers.add(w)
@@ -397,18 +419,21 @@ class Evaluator:
         with gpu_lock:
             # spot pairs: secret per task; their outputs are the spot checks' references
             job = {"op": "prepare", "task_source": task.source, "overrides": ov,
-                   "seed": c.seed, "device": self.device,
+                   "seed": c.seed, "device": self.device, "model_mode": c.model_mode,
                    "trial_seeds": [c.seed + 1 + i for i in range(c.trials)],
                    "set_seeds": [c.seed + 1001 + i for i in range(c.input_sets)],
                    "spot_pairs": timing.spot_pool(random.Random(secrets.randbits(64)), c.input_sets,
                                                   c.spot_checks + 1, self._scale())}
             ctx = ask(self._ref, job, c.timeouts_s["baseline"])
         tt["prepare_s"] = time.perf_counter() - t0
-        ctx["overrides"], ctx["task_source"] = ov, task.source
+        ctx["overrides"], ctx["task_source"], ctx["trial_seeds"] = ov, task.source, job["trial_seeds"]
+        ctx["refs_constant"] = _same([refs for _, refs in ctx["trials"]])
+        ctx["unverifiable"] = unverifiable_reason(ctx["trials"])
         ctx["spot"] = [(s, f, outs) for (s, f), outs in zip(job["spot_pairs"], ctx["spot"], strict=True)]
         ctx["baseline"] = {}
         if c.baselines:
-            bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls)
+            bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls,
+                               {"model_mode": c.primary_mode(), "precision": c.precision})
             base = baselines.load(bk, self.cache)
             if base is None or (self._system_job(ctx["dtype"]) and "ref_system_profile" not in base):
                 compile_err = None
@@ -431,8 +456,11 @@ class Evaluator:
                                                "system": self._system_job(ctx["dtype"]),
                                                "profile_calls": c.profiling["system"]["reference_calls"]},
                                    c.timeouts_s["baseline"])
-                    self._ncu(base, "ref_system_profile", "ref_kernel_profile", "reference",
-                              {"task_source": task.source, "overrides": ov}, ctx["dtype"], self._all_slots[0].gpu)
+                    with instrumentation(base, "profiling the reference with ncu"):
+                        self._ncu(base, "ref_system_profile", "ref_kernel_profile", "reference",
+                                  {"task_source": task.source, "overrides": ov}, ctx["dtype"], self._all_slots[0].gpu)
+                    if "profiling_error" in base:
+                        base.setdefault("ref_profiling_error", base.pop("profiling_error"))
                 if self.device == "cuda" and c.profile:
                     # CUPTI stays attached after a profiler session and slows later launches: the
                     # next task's baseline is timed by a fresh reference worker (warming up now)
@@ -443,6 +471,10 @@ class Evaluator:
                 if compile_err:
                     base["compile_error"] = compile_err
                 base.update(device=self.device, gpu=self.info.get("gpu"), overrides=ov, task_hash=task.hash)
+                base["unverifiable"] = ctx["unverifiable"]
+                baselines.store(bk, base, self.cache)
+            elif base.get("unverifiable", False) != ctx["unverifiable"]:  # a record from before the check
+                base["unverifiable"] = ctx["unverifiable"]
                 baselines.store(bk, base, self.cache)
             ctx["baseline"] = base
         self.task_timings.append({k: round(v, 3) if isinstance(v, float) else v for k, v in tt.items()})
@@ -497,17 +529,23 @@ class Evaluator:
         from rewards.harness import ncuprof
 
         job = {**job, "kind": kind, "seed": self.cfg.seed, "cache_root": self.cache, "fast_build": self.cfg.fast_build,
-               "env": self._ext_env(gpu)}  # as the workers have it: cache hits
+               "env": self._ext_env(gpu), "model_mode": self.cfg.primary_mode(), "precision": self.cfg.precision,
+               "shared_namespace": self.cfg.shared_namespace}  # as the workers have it: cache hits
         rec[out_key] = ncuprof.profile(job, rec[sys_key]["top_kernels"], k, self.cfg.ceilings, dtype,
                                        self.cache, self.info.get("gpu"))
+        if rec[out_key].get("status") in ("failed", "timeout"):  # ncu's failure, not the program's
+            raise RuntimeError(f"ncu {rec[out_key]['status']}: {rec[out_key].get('reason', '')}")
 
     # -- one candidate ------------------------------------------------------------
-    def _build(self, src: str, r: EvalResult, ev: dict, fast_build: bool) -> bool:
+    def _build(self, src: str, r: EvalResult, ev: dict, fast_build: bool, task: Any = None) -> bool:
         w = self._take_build_worker()
+        job = {"op": "build", "source": src, "cache_root": self.cache, "fast_build": fast_build}
+        if task is not None:  # the candidate imports with the reference's names, as it will run
+            job.update(task_source=task.source, overrides=self.cfg.overrides_for(task, self.device),
+                       shared_namespace=self.cfg.shared_namespace)
         try:
             ask(w, None, self.cfg.timeouts_s.get("start", 120))
-            b = ask(w, {"op": "build", "source": src, "cache_root": self.cache,
-                        "fast_build": fast_build}, self.cfg.timeouts_s["build"])
+            b = ask(w, job, self.cfg.timeouts_s["build"])
         except PhaseTimeout:
             r.status, r.error, r.log_tail = "timeout", "build exceeded its time limit", w.log_tail()
             return False
@@ -534,11 +572,19 @@ class Evaluator:
             ctx["zeros_would_pass"] = zeros_would_pass(refs, self.cfg.atol, self.cfg.rtol)
         ev["zeros_would_pass"] = ev["ref_near_zero"] = ctx["zeros_would_pass"]
         ev["ref_flops"], ev["ref_bytes"] = ctx["ref_flops"], ctx["ref_bytes"]
-        ce = self.cfg.ceilings
-        peak = float(ce["peak_flops"].get(ctx["dtype"], ce["peak_flops"]["float32"]))
-        ev["physical_floor_us"] = max(ctx["ref_bytes"] / float(ce["bandwidth_Bps"]), ctx["ref_flops"] / peak) * 1e6
+        ev["model_mode"] = self.cfg.model_mode
+        if ctx.get("unverifiable"):
+            ev["unverifiable"] = ctx["unverifiable"]
         base = ctx["baseline"]
         r.ref_runtime_us, r.ref_compile_runtime_us = base.get("ref_runtime_us"), base.get("ref_compile_runtime_us")
+        fl, why = floor.physical_floor(ctx["ref_flops"], ctx["ref_bytes"], ctx["dtype"], self.cfg.ceilings,
+                                       self.cfg.tf32_allowed(), r.ref_runtime_us)
+        if fl is None:
+            ev["floor_skipped"] = why
+        else:
+            ev["physical_floor_us"] = fl
+        if base.get("ref_profiling_error"):
+            ev["ref_profiling_error"] = base["ref_profiling_error"]
         if base.get("ref_kernels"):
             ev["ref_kernels"] = base["ref_kernels"]
         for k in ("ref_system_profile", "ref_kernel_profile"):
@@ -568,19 +614,21 @@ class Evaluator:
                 if isinstance(staged, protocol.Sealed):
                     staged.close()
             job = {"op": "load", "source": src, "task_source": ctx["task_source"]}
-            job.update(overrides=ctx["overrides"], seed=c.seed, device=self.device,
-                       copy_params=c.copy_params, cache_root=self.cache, fast_build=c.fast_build)
+            job.update(overrides=ctx["overrides"], seed=c.seed, device=self.device, model_mode=c.model_mode,
+                       shared_namespace=c.shared_namespace, copy_params=c.copy_params, cache_root=self.cache,
+                       fast_build=c.fast_build)
             try:
                 timed("load", job, t["correctness"])
             except WorkerRaised as e:
                 r.status = "invalid" if "defines no `ModelNew`" in str(e) else "runtime_error"
                 r.error = str(e)
                 return
-            res = timed("trials", {"op": "trials", "staged": "trials"}, t["correctness"])
+            res = timed("trials", {"op": "trials", "staged": "trials", "seeds": ctx["trial_seeds"],
+                                   "modes": c.trial_modes()}, t["correctness"])
             ph["trials_worker"] = res.get("op_s", 0.0)
             t0 = time.perf_counter()
             dev = ev["judge_device"] = self._judge_device(slot)
-            ok = self._judge(res["trials"], ctx, r, ev, dev)
+            ok = self._judge_modes(res["trials"], ctx, r, ev, dev)
             ph["judge"] = time.perf_counter() - t0
             if not ok:
                 return
@@ -598,18 +646,11 @@ class Evaluator:
                 phase = "profile"
                 r.log_tail = w.log_tail()
                 self._drop(w)  # timed and done: its GPU memory goes before the profiled run
-                pw = slot.take("profiler")
-                timed("profile_start", None, t.get("start", 120), pw)
-                timed("profile_load", job, t["correctness"], pw)
-                prof = timed("profile", {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
-                                         "system": self._system_job(ctx["dtype"])}, t["timing"], pw)
-                prof.pop("op_s", None)
-                ev.update(prof)
-                t0 = time.perf_counter()
-                self._ncu(ev, "system_profile", "kernel_profile", "candidate",
-                          {"task_source": ctx["task_source"], "overrides": ctx["overrides"],
-                           "candidate_source": src}, ctx["dtype"], slot.gpu)
-                ph["ncu"] = time.perf_counter() - t0
+                holder: list[Worker] = []
+                try:
+                    self._profile(slot, job, src, ctx, ev, timed, holder)
+                finally:
+                    pw = holder[0] if holder else None
         except PhaseTimeout as e:
             r.status, r.correct, r.error = "timeout", False, f"{phase} phase: {e}"
             ev["worker_restarts"] += 1
@@ -628,6 +669,30 @@ class Evaluator:
                     self._drop(x)
             ph["drop"] = time.perf_counter() - t0
 
+    def _profile(self, slot: _Slot, job: dict, src: str, ctx: dict, ev: dict, timed, holder: list) -> None:
+        """The profiled run and ncu, after the candidate was judged and timed: a failure of either
+        is the harness's instrumentation failing (hooks on a ScriptModule, CUPTI, ncu), so it is
+        recorded as ``profiling_error`` and leaves status and timing as measured. The profiler
+        worker goes into ``holder`` (the caller drops it)."""
+        c, t, ph = self.cfg, self.cfg.timeouts_s, ev["phases_s"]
+        with instrumentation(ev, "the profiled run"):
+            holder.append(slot.take("profiler"))
+            pw = holder[0]
+            timed("profile_start", None, t.get("start", 120), pw)
+            timed("profile_load", job, t["correctness"], pw)
+            prof = timed("profile", {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
+                                     "system": self._system_job(ctx["dtype"])}, t["timing"], pw)
+            prof.pop("op_s", None)
+            ev.update(prof)
+        if "profiling_error" in ev:
+            return
+        t0 = time.perf_counter()
+        with instrumentation(ev, "ncu"):
+            self._ncu(ev, "system_profile", "kernel_profile", "candidate",
+                      {"task_source": ctx["task_source"], "overrides": ctx["overrides"],
+                       "candidate_source": src}, ctx["dtype"], slot.gpu)
+        ph["ncu"] = time.perf_counter() - t0
+
     def _judge_device(self, slot: _Slot) -> str:
         """Where the parent compares outputs: the slot's GPU (it holds the slot; milliseconds,
         where the CPU took ~1.7 s per candidate beside the builds), else the CPU."""
@@ -639,7 +704,8 @@ class Evaluator:
     def _ref_outputs(self, ctx: dict, dev: str) -> dict:
         """The task's reference outputs (per trial, per spot pair) on ``dev``; device copies are
         kept for the last ``staged_tasks`` tasks."""
-        host = {"trials": [refs for _, refs in ctx["trials"]], "spot": [outs for _, _, outs in ctx["spot"]]}
+        host = {"trials": [refs for _, refs in ctx["trials"]], "trials_eval": ctx.get("trials_eval") or [],
+                "spot": [outs for _, _, outs in ctx["spot"]]}
         if dev == "cpu":
             return host
         key = (id(ctx), dev)
@@ -651,10 +717,30 @@ class Evaluator:
             _lru_insert(self._dev_refs, key, hit, self.cfg.staged_tasks)
         return hit
 
-    def _judge(self, trials: list, ctx: dict, r: EvalResult, ev: dict, dev: str) -> bool:
+    def _judge_modes(self, by_mode: dict, ctx: dict, r: EvalResult, ev: dict, dev: str) -> bool:
+        """The primary mode's verdict is the candidate's; under ``both`` the eval-mode trials are
+        judged too (``mode_verdicts``, ``mode_dependent``) and a failure there fails the candidate."""
+        ok = self._judge(by_mode[self.cfg.primary_mode()], ctx, r, ev, dev)
+        if self.cfg.model_mode != "both":
+            return ok
+        r2, ev2 = EvalResult(), {}
+        ok2 = self._judge(by_mode["eval"], ctx, r2, ev2, dev, "trials_eval")
+        ev["mode_verdicts"] = {"train": r.status, "eval": r2.status}
+        ev["mode_dependent"] = r.status != r2.status
+        for k in ("output_aliases_input", "input_mutated"):
+            ev[k] = bool(ev.get(k) or ev2.get(k))
+        if "non_dense_output" in ev2:
+            ev.setdefault("non_dense_output", ev2["non_dense_output"])
+        r.max_abs_err = max(r.max_abs_err or 0.0, r2.max_abs_err or 0.0)
+        r.max_rel_err = max(r.max_rel_err or 0.0, r2.max_rel_err or 0.0)
+        if ok and not ok2:
+            r.status, r.correct, r.error = "incorrect", False, f"in eval mode: {r2.error}"
+        return ok and ok2
+
+    def _judge(self, trials: list, ctx: dict, r: EvalResult, ev: dict, dev: str, refs_key: str = "trials") -> bool:
         r.trials = len(trials)
         errs, outs = [], []
-        refs_all = self._ref_outputs(ctx, dev)["trials"]
+        refs_all = self._ref_outputs(ctx, dev)[refs_key]
         for tr, refs in zip(trials, refs_all, strict=True):
             if tr["non_dense"]:
                 ev["non_dense_output"] = tr["non_dense"]
@@ -676,8 +762,6 @@ class Evaluator:
                 errs.append(cmp["error"])
         ev.setdefault("output_aliases_input", False)
         ev.setdefault("input_mutated", False)
-        if "refs_constant" not in ctx:  # once per task (a benign race: same value)
-            ctx["refs_constant"] = _same([refs for _, refs in ctx["trials"]])
         ev["constant_output"] = bool(_same(outs) and not ctx["refs_constant"])
         if errs:
             r.status, r.correct, r.error = "incorrect", False, errs[0]
@@ -702,6 +786,7 @@ class Evaluator:
         r.runtime_us, r.runtime_iqr_us = main["median"], main["iqr"]
         ev["threads_started"] = tr["threads_started"]
         ev["precision_flags"] = tr["precision_flags"]
+        ev["precision_flags_changed"] = tr.get("precision_flags_changed", {})
         bad, spot_refs = False, self._ref_outputs(ctx, dev)["spot"]
         for i, p in sorted(plan["spot"].items()):  # the parent's plan, not the worker's word, says which
             outs = tr["kept"].get(i)

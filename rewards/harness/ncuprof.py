@@ -181,7 +181,8 @@ def find_ncu(path: str = "auto") -> str | None:
 
 
 def cache_key(job: dict, bases: list[str], gpu: str | None) -> str:
-    material = {k: job.get(k) for k in ("kind", "task_source", "overrides", "candidate_source", "seed", "env")}
+    material = {k: job.get(k) for k in ("kind", "task_source", "overrides", "candidate_source", "seed", "env",
+                                        "model_mode", "precision", "shared_namespace")}
     material.update(bases=sorted(bases), gpu=gpu, metrics=sorted(METRICS), v=2)  # v2: raw_csv is the compact table
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
@@ -255,11 +256,12 @@ def result_from_csv(text: str, chosen: list[dict], thresholds: dict, ceilings: d
 def _run(jobfile: str) -> None:
     import torch
 
-    from rewards.harness import buildcache, timing
-    from rewards.harness.reference import load_module
+    from rewards.harness import buildcache, precision, timing
+    from rewards.harness.reference import load_module, shared_names
 
     with open(jobfile) as f:
         job = json.load(f)
+    precision.apply(job.get("precision"))  # the same math as the timed workers
     ref = load_module(job["task_source"], job["overrides"], name="reference")
     torch.manual_seed(job["seed"])
     init = ref.get_init_inputs()
@@ -270,12 +272,16 @@ def _run(jobfile: str) -> None:
         buildcache.install(job["cache_root"], job["fast_build"])
         mod = types.ModuleType("candidate")
         mod.__file__ = os.path.join(os.getcwd(), "candidate.py")
+        if job.get("shared_namespace"):  # as the candidate worker loads it
+            mod.__dict__.update(shared_names(job["task_source"], job["overrides"]))
         sys.modules["candidate"] = mod
         exec(compile(job["candidate_source"], mod.__file__, "exec"), mod.__dict__)
         model = mod.ModelNew(*init)
     else:
         model = ref.Model(*init)
-    model = model.cuda().eval()
+    model = model.cuda()
+    if job.get("model_mode") == "eval":  # train (KernelBench's): the model as constructed
+        model.eval()
     torch.manual_seed(job["seed"] + 1001)
     xs = timing.to_device(ref.get_inputs(), "cuda")
     with torch.no_grad():

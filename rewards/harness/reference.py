@@ -128,3 +128,13 @@ def load_module(
         if not callable(getattr(mod, attr, None)):
             raise ReferenceError_(f"`{attr}` is not callable")
     return mod
+
+
+def shared_names(source: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The names a fresh load of the reference defines (constants, helpers, ``Model``, imports),
+    for the candidate's namespace: KernelBench execs the reference and then the solution in one
+    dict, so solutions use ``batch_size``, helpers and ``Model`` without defining them. A fresh
+    load holds no reference outputs, baselines or harness objects; dunders stay the candidate's.
+    """
+    mod = load_module(source, overrides, name="reference")
+    return {k: v for k, v in vars(mod).items() if not (k.startswith("__") and k.endswith("__"))}

@@ -29,11 +29,25 @@ _SYNC = ("Synchronize", "cudaStreamWaitEvent")
 
 
 # -- capture (needs torch and a GPU) ---------------------------------------------------------
+def _scripted(m) -> bool:
+    import torch
+
+    return isinstance(m, torch.jit.ScriptModule)  # RecursiveScriptModule too
+
+
 class annotate:
-    """Wrap every module call of ``model`` in a profiler range; record module I/O bytes."""
+    """Wrap every module call of ``model`` in a profiler range; record module I/O bytes.
+
+    TorchScript modules take no Python hooks (and their children run inside TorchScript), so a
+    ScriptModule and everything under it is left unwrapped and named in ``skipped``; a module
+    that refuses a hook for any other reason is skipped the same way. ``hooked_root`` says
+    whether the root range comes from the hooks (else ``capture`` opens it around the call).
+    """
 
     def __init__(self, model):
         self.model, self.handles, self.modules, self.stack = model, [], {}, []
+        self.skipped: list[str] = []
+        self.hooked_root = False
 
     def __enter__(self):
         import torch
@@ -42,8 +56,15 @@ class annotate:
             ts = [x for x in (xs if isinstance(xs, (list, tuple)) else [xs]) if isinstance(x, torch.Tensor)]
             return sum(t.numel() * t.element_size() for t in ts), [list(t.shape) for t in ts]
 
+        scripted: list[str] = []  # prefixes of ScriptModules: their subtrees are skipped
         for name, mod in self.model.named_modules():
             label = FORWARD if name == "" else MODULE + name
+            if any(name == p or name.startswith(p + ".") or p == "" for p in scripted):
+                continue
+            if _scripted(mod):
+                scripted.append(name)
+                self.skipped.append(name or "<root>")
+                continue
 
             def pre(m, args, label=label):
                 rf = torch.autograd.profiler.record_function(label)
@@ -60,7 +81,17 @@ class annotate:
                                            "in_bytes": ib, "out_bytes": ob, "param_bytes": pb,
                                            "in_shapes": ishapes, "out_shapes": oshapes}
 
-            self.handles += [mod.register_forward_pre_hook(pre), mod.register_forward_hook(post)]
+            hs = []
+            try:
+                hs.append(mod.register_forward_pre_hook(pre))
+                hs.append(mod.register_forward_hook(post))
+            except Exception:  # noqa: BLE001 - an unhookable module is profiled without its range
+                for h in hs:
+                    h.remove()
+                self.skipped.append(name or "<root>")
+                continue
+            self.handles += hs
+            self.hooked_root = self.hooked_root or name == ""
         return self
 
     def __exit__(self, *exc):
@@ -99,8 +130,9 @@ def capture(model, xs: list, calls: int, record_shapes: bool = True, scratch: st
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=record_shapes) as prof:
             if ann:
                 ann.__enter__()
+            fn = model if ann and ann.hooked_root else _ranged(model)
             try:
-                bracketed_calls(model, xs, calls)  # markers for kernels.hidden_work
+                bracketed_calls(fn, xs, calls)  # markers for kernels.hidden_work
             finally:
                 if ann:
                     ann.__exit__(None, None, None)
@@ -108,6 +140,16 @@ def capture(model, xs: list, calls: int, record_shapes: bool = True, scratch: st
     prof.export_chrome_trace(path)
     return {"events": trim_events(path), "modules": ann.modules if ann else {}, "calls": calls,
             "trace_path": path, "capture_s": time.perf_counter() - t0}
+
+
+def _ranged(model):
+    """``model`` called inside the root range: for a root that takes no hooks (ScriptModule)."""
+    import torch
+
+    def call(*xs):
+        with torch.autograd.profiler.record_function(FORWARD):
+            return model(*xs)
+    return call
 
 
 def trim_events(path: str) -> list[dict]:

@@ -66,6 +66,12 @@ def spot_pool(rng: random.Random, n_sets: int, n: int, scale: tuple[float, float
     return [(k % n_sets, rng.uniform(*scale) if scale else 1.0) for k in range(n)]
 
 
+def spot_seed(seed: int, pool_index: int) -> int:
+    """The RNG seed set before a spot-checked forward, in the reference process and in the
+    candidate's alike (training-mode dropout and other RNG ops then agree)."""
+    return seed + 2001 + pool_index
+
+
 def make_plan(seed: int, n_sets: int, warmup: int, timed: int, pool: list, n_random: int,
               scale: tuple[float, float] | None) -> dict:
     """Per-entry (set, buffer, factor) for ``warmup`` + ``timed`` calls (``timed`` counts every
@@ -115,17 +121,19 @@ class _Stager:
 
 
 def time_calls(fn: Callable, sets: list[list], device: str, warmup: int, calls: int,
-               l2_flush_mb: int, keep: set[int] | None = None, plan: dict | None = None) -> dict:
+               l2_flush_mb: int, keep: set[int] | None = None, plan: dict | None = None,
+               seeds: dict[int, int] | None = None) -> dict:
     """Run ``fn`` over ``sets`` (already on device) as ``plan`` says (default: rotation); returns
     per-call times in us and the CPU copies of the outputs of the timed entries in ``keep``
-    (indices into ``plan["timed"]``, which holds ``calls`` x ``rounds(device)`` entries)."""
+    (indices into ``plan["timed"]``, which holds ``calls`` x ``rounds(device)`` entries).
+    ``seeds``: {timed index: RNG seed set before that call, outside the timed region}."""
     cuda = device == "cuda"
     plan = plan or rotation_plan(len(sets), warmup, calls * rounds(device))
     if len(plan["timed"]) != calls * rounds(device):
         raise ValueError(f"the plan has {len(plan['timed'])} timed entries, expected {calls * rounds(device)}")
     stage = _Stager(sets)
     flush = torch.empty(int(l2_flush_mb * 2**20 // 4), dtype=torch.float32, device=device) if cuda and l2_flush_mb else None
-    keep = keep or set()
+    keep, seeds = keep or set(), seeds or {}
     with torch.no_grad():
         for e in plan["warmup"]:
             fn(*stage(e))
@@ -133,9 +141,11 @@ def time_calls(fn: Callable, sets: list[list], device: str, warmup: int, calls: 
             torch.cuda.synchronize()
         ev, wall, kept = [], [], {}
         if not cuda:
-            return _time_cpu(fn, stage, plan["timed"], calls, keep)
+            return _time_cpu(fn, stage, plan["timed"], calls, keep, seeds)
         for i, e in enumerate(plan["timed"]):
             xs = stage(e)  # copy and scale are queued before the flush and the sync: not timed
+            if i in seeds:
+                torch.manual_seed(seeds[i])
             if flush is not None:
                 flush.zero_()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -153,7 +163,7 @@ def time_calls(fn: Callable, sets: list[list], device: str, warmup: int, calls: 
     return {"event_us": ev, "wall_us": wall, "kept": kept}
 
 
-def _time_cpu(fn: Callable, stage: _Stager, timed: list, calls: int, keep: set[int]) -> dict:
+def _time_cpu(fn: Callable, stage: _Stager, timed: list, calls: int, keep: set[int], seeds: dict) -> dict:
     """Host clock, one intra-op thread; each call's time is its fastest of ``CPU_ROUNDS``."""
     wall, kept = [float("inf")] * calls, {}
     threads = torch.get_num_threads()
@@ -163,6 +173,8 @@ def _time_cpu(fn: Callable, stage: _Stager, timed: list, calls: int, keep: set[i
             for i in range(calls):
                 g = r * calls + i
                 xs = stage(timed[g])
+                if g in seeds:
+                    torch.manual_seed(seeds[g])
                 t0 = time.perf_counter()
                 out = fn(*xs)
                 wall[i] = min(wall[i], (time.perf_counter() - t0) * 1e6)

@@ -22,8 +22,11 @@ NET = enter_network_namespace() if os.environ.get("KM_NETNS") == "1" else "netwo
 
 import torch  # noqa: E402  (after unshare: nothing has opened sockets yet)
 
-from rewards.harness import buildcache, kernels, protocol, timing  # noqa: E402
-from rewards.harness.reference import load_module  # noqa: E402
+from rewards.harness import buildcache, kernels, precision, protocol, timing  # noqa: E402
+from rewards.harness.reference import load_module, shared_names  # noqa: E402
+
+precision.apply_from_env()  # before any task code: the oracle's math (conf harness.precision)
+HARNESS_FLAGS = precision.flags()  # what the harness set; a candidate's changes are diffed against it
 
 _CUDA_FAULT = __import__("re").compile(r"illegal memory access|misaligned address|device-side assert|unspecified launch failure|illegal instruction|CUDA error", __import__("re").I)
 
@@ -33,11 +36,15 @@ def _err(e: BaseException) -> str:
     return f"{type(e).__name__}: {lines[0] if lines else ''}"[:500]
 
 
-def _exec_candidate(source: str) -> types.ModuleType:
+def _exec_candidate(source: str, job: dict | None = None) -> types.ModuleType:
+    """The candidate as module ``candidate``; with ``job["shared_namespace"]`` its namespace starts
+    as a fresh load of the reference's (same size overrides), as in KernelBench's one exec dict."""
     mod = types.ModuleType("candidate")
     mod.__file__ = os.path.join(os.getcwd(), "candidate.py")
     with open(mod.__file__, "w") as f:
         f.write(source)
+    if job and job.get("shared_namespace") and job.get("task_source"):
+        mod.__dict__.update(shared_names(job["task_source"], job.get("overrides")))
     sys.modules["candidate"] = mod
     exec(compile(source, mod.__file__, "exec"), mod.__dict__)
     return mod
@@ -54,7 +61,7 @@ def _build_summary() -> dict:
 def do_build(job: dict) -> dict:
     buildcache.install(job["cache_root"], job["fast_build"])
     try:
-        mod = _exec_candidate(job["source"])
+        mod = _exec_candidate(job["source"], job)
     except Exception as e:  # noqa: BLE001
         s = _build_summary()
         failed_in_build = "load_inline" in "".join(traceback.format_tb(e.__traceback__)) or isinstance(e, SyntaxError)
@@ -92,12 +99,31 @@ def _non_dense(outs: list) -> str | None:
     return None
 
 
+def training_flags(model) -> list:
+    """Each module's ``training`` flag, to restore the as-constructed modes after eval trials."""
+    return [(m, m.training) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
+
+
+def restore_training(flags: list) -> None:
+    for m, t in flags:
+        m.training = t
+
+
+def set_mode(model, mode: str):
+    """``eval``: .eval(); ``train``: the model as constructed, as KernelBench runs it (no .train():
+    a program that calls self.eval() in __init__ stays in eval mode, as it does there)."""
+    if mode == "eval" and isinstance(model, torch.nn.Module):
+        model.eval()
+    return model
+
+
 class Candidate:
     def __init__(self, job: dict):
         self.device = job["device"]
+        self.seed, self.mode = job["seed"], job.get("model_mode", "train")
         buildcache.install(job["cache_root"], job["fast_build"])
         self.threads0 = threading.active_count()
-        mod = _exec_candidate(job["source"])
+        mod = _exec_candidate(job["source"], job)
         if not hasattr(mod, "ModelNew"):
             raise LookupError("the candidate defines no `ModelNew`")
         ref = load_module(job["task_source"], job["overrides"], name="reference")
@@ -115,14 +141,33 @@ class Candidate:
                 for n, p in ref_model.named_parameters():
                     if n in own and own[n].shape == p.shape:
                         own[n].copy_(p)
-        self.model = self.model.to(self.device).eval() if isinstance(self.model, torch.nn.Module) else self.model
+        if isinstance(self.model, torch.nn.Module):
+            self.model = self.model.to(self.device)
+        set_mode(self.model, "eval" if self.mode == "eval" else "train")
         self.build = _build_summary()
 
-    def trials(self, sets: list) -> list:
+    def trials(self, sets: list, seeds: list | None = None, modes: list | None = None) -> dict:
+        """{mode: per-trial results}; under ``both`` the eval trials run first, then the model's
+        as-constructed modes come back for the training-mode trials."""
+        out = {}
+        for mode in modes or ["train"]:
+            flags = training_flags(self.model) if self.mode == "both" and mode == "eval" else None
+            if flags:
+                self.model.eval()
+            try:
+                out[mode] = self._trials(sets, seeds)
+            finally:
+                if flags:
+                    restore_training(flags)
+        return out
+
+    def _trials(self, sets: list, seeds: list | None) -> list:
         res = []
-        for xs in sets:
+        for k, xs in enumerate(sets):
             dx = _devcopy(xs, self.device)
             before = [x.clone() if isinstance(x, torch.Tensor) else x for x in dx]
+            if seeds:  # as the reference process did before the same forward (dropout, RNG ops)
+                torch.manual_seed(seeds[k])
             with torch.no_grad():
                 outs = timing.flatten(self.model(*dx))
             if self.device == "cuda":
@@ -137,14 +182,12 @@ class Candidate:
     def time(self, job: dict) -> dict:
         sets = [_devcopy(xs, self.device) for xs in job["sets"]]
         plan = job["plan"]
+        seeds = {i: timing.spot_seed(self.seed, p) for i, p in plan["spot"].items()}
         r = timing.time_calls(self.model, sets, self.device, len(plan["warmup"]), job["calls"],
-                              job["l2_flush_mb"], set(plan["spot"]), plan)
+                              job["l2_flush_mb"], set(plan["spot"]), plan, seeds)
         r["threads_started"] = threading.active_count() - self.threads0
-        r["precision_flags"] = {
-            "allow_tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
-            "allow_tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
-            "matmul_precision": torch.get_float32_matmul_precision(),
-            "allow_fp16_reduction": bool(torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)}
+        r["precision_flags"] = precision.flags()  # after the candidate loaded and ran
+        r["precision_flags_changed"] = precision.changed(HARNESS_FLAGS, r["precision_flags"])
         return r
 
     def profile(self, job: dict) -> dict:
@@ -188,21 +231,32 @@ class Reference:
         torch.manual_seed(job["seed"])
         init = ref.get_init_inputs()
         torch.manual_seed(job["seed"])
-        model = ref.Model(*init).to(dev).eval()
+        model = ref.Model(*init)
+        model = model.to(dev) if isinstance(model, torch.nn.Module) else model
+        mode = job.get("model_mode", "train")
+        set_mode(model, "eval" if mode == "eval" else "train")
         self.model, self.device = model, dev
 
         def run(seed):
             torch.manual_seed(seed)
             xs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
+            torch.manual_seed(seed)  # the candidate worker seeds the same before its forward
             with torch.no_grad():
                 outs = timing.flatten(model(*_devcopy(xs, dev)))
             return xs, [o.detach().cpu() for o in outs]
 
+        trials_eval = None
+        if mode == "both":  # eval first, as the candidate worker runs them (running stats untouched)
+            flags = training_flags(model)
+            model.eval()
+            trials_eval = [run(s)[1] for s in job["trial_seeds"]]
+            restore_training(flags)
         trials = [run(s) for s in job["trial_seeds"]]
         sets = [run(s) for s in job["set_seeds"]]
         self.sets = [_devcopy(xs, dev) for xs, _ in sets]
         spot = []  # outputs for the (set, factor) pairs that timed calls are spot-checked on
-        for s, f in job.get("spot_pairs", []):
+        for p, (s, f) in enumerate(job.get("spot_pairs", [])):
+            torch.manual_seed(timing.spot_seed(job["seed"], p))
             with torch.no_grad():
                 outs = timing.flatten(model(*[timing.scaled(x, f) for x in self.sets[s]]))
             spot.append([o.detach().cpu() for o in outs])
@@ -213,7 +267,8 @@ class Reference:
         nbytes = lambda ts: sum(t.numel() * t.element_size() for t in ts if isinstance(t, torch.Tensor))  # noqa: E731
         params = list(model.parameters()) + list(model.buffers())
         dtype = str(params[0].dtype if params else outs[0].dtype).replace("torch.", "")
-        return {"trials": trials, "sets": sets, "spot": spot, "ref_flops": float(fc.get_total_flops()),
+        return {"trials": trials, "trials_eval": trials_eval, "sets": sets, "spot": spot,
+                "ref_flops": float(fc.get_total_flops()),
                 "ref_bytes": float(nbytes(self.sets[0]) + nbytes(params) + nbytes(outs)), "dtype": dtype}
 
     def compile(self, job: dict) -> dict:
@@ -242,7 +297,11 @@ class Reference:
             except Exception as e:  # noqa: BLE001
                 out["compile_error"] = _err(e)
         if self.device == "cuda" and job.get("profile"):
-            p = profile_model(self.model, self.sets[0], job.get("profile_calls", 1), [], job.get("system"))
+            try:
+                p = profile_model(self.model, self.sets[0], job.get("profile_calls", 1), [], job.get("system"))
+            except Exception as e:  # noqa: BLE001 - the harness's instrumentation, not the task, failed
+                out["ref_profiling_error"] = f"profiling the reference failed ({_err(e)})"
+                return out
             out["ref_kernels"] = [{k: v for k, v in d.items() if k != "origin"} for d in p["kernels"]]
             for k in ("system_profile", "system_events"):
                 if k in p:
@@ -286,7 +345,7 @@ def main() -> None:
                 state["cand"] = Candidate(job)
                 res = {"build": state["cand"].build}
             elif op == "trials":
-                res = {"trials": state["cand"].trials(job["sets"])}
+                res = {"trials": state["cand"].trials(job["sets"], job.get("seeds"), job.get("modes"))}
             elif op == "time":
                 res = state["cand"].time(job)
             elif op == "profile":

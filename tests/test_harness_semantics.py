@@ -1,0 +1,448 @@
+"""KernelBench semantics in the harness (CPU): model mode, the shared namespace, the oracle's
+precision, the physical floor, unverifiable tasks and instrumentation failures.
+
+The fast tests call the pure pieces; the slow ones run the real harness (spawned workers) on
+small tasks written here, each hack-or-quirk case next to a legitimate twin.
+"""
+
+import doctest
+import textwrap
+
+import pytest
+import torch
+import torch.nn as nn
+
+from mining.tasks import load_file
+from rewards.harness import Evaluator, baselines, floor, precision, sysprof
+from rewards.harness import evaluator as evmod
+from rewards.harness.config import HarnessConfig
+from rewards.harness.result import EvalResult
+
+slow = pytest.mark.slow
+CE = {"bandwidth_Bps": 1e12, "peak_flops": {"float32": 1e12, "float16": 1e13}, "peak_flops_tf32": 8e12}
+
+
+# -- pure pieces -------------------------------------------------------------------------------
+def test_doctests():
+    for m in (floor, precision):
+        assert doctest.testmod(m).failed == 0
+
+
+def test_floor_above_reference_runtime_is_skipped_with_a_reason():
+    fl, why = floor.physical_floor(1e9, 0.0, "float32", CE, False, 200.0)  # 1000 us of fp32 math
+    assert fl is None and "above the reference's own measured runtime" in why
+    fl, why = floor.physical_floor(1e9, 0.0, "float32", CE, False, 2000.0)  # the twin: below
+    assert fl == pytest.approx(1000.0) and why is None
+
+
+def test_floor_uses_tf32_when_the_config_allows_it():
+    assert floor.physical_floor(8e9, 0.0, "float32", CE, True, None)[0] == pytest.approx(1000.0)
+    assert floor.physical_floor(8e9, 0.0, "float32", CE, False, None)[0] == pytest.approx(8000.0)
+    assert floor.physical_floor(1e10, 0.0, "float16", CE, False, None)[0] == pytest.approx(1000.0)
+    assert floor.physical_floor(0.0, 5e8, "float32", CE, True, None)[0] == pytest.approx(500.0)  # bandwidth
+
+
+def test_config_validates_the_new_keys():
+    c = HarnessConfig.from_mapping({})
+    assert (c.model_mode, c.shared_namespace, c.precision) == ("train", True, {"matmul_tf32": False, "cudnn_tf32": False})
+    assert c.trial_modes() == ["train"] and HarnessConfig.from_mapping({"model_mode": "both"}).trial_modes() == ["eval", "train"]
+    assert HarnessConfig.from_mapping({"precision": {"cudnn_tf32": True}}).tf32_allowed()
+    assert HarnessConfig.from_mapping({"precision": {"cudnn_tf32": True}}).precision["matmul_tf32"] is False
+    for bad in ({"model_mode": "inference"}, {"precision": {"tf32": True}}, {"precision": {"matmul_tf32": "yes"}}):
+        with pytest.raises(ValueError):
+            HarnessConfig.from_mapping(bad)
+
+
+def test_unverifiable_needs_equal_outputs_and_different_inputs():
+    a, b, o = torch.zeros(3), torch.ones(3), torch.full((2,), 7.0)
+    assert "does not depend on its inputs" in evmod.unverifiable_reason([([a], [o]), ([b], [o.clone()])])
+    assert evmod.unverifiable_reason([([a], [o]), ([b], [o + 1])]) is None  # outputs follow inputs
+    assert evmod.unverifiable_reason([([a], [o]), ([a.clone()], [o.clone()])]) is None  # inputs never varied
+
+
+def test_precision_flags_change_is_observed_on_cpu():
+    before = precision.flags()
+    try:
+        precision.apply({"matmul_tf32": False, "cudnn_tf32": False})
+        harness = precision.flags()
+        torch.backends.cuda.matmul.allow_tf32 = True  # what a candidate does
+        ch = precision.changed(harness, precision.flags())
+        assert ch["allow_tf32_matmul"] == [False, True] and "allow_tf32_cudnn" not in ch
+        assert precision.changed(harness, harness) == {}
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before["allow_tf32_matmul"]
+        torch.backends.cudnn.allow_tf32 = before["allow_tf32_cudnn"]
+
+
+def test_baseline_lookup_returns_unverifiable(tmp_path):
+    baselines.store("t1__cpu__x__a", {"ref_runtime_us": 5.0, "overrides": {}, "unverifiable": "constant"}, str(tmp_path))
+    assert baselines.lookup("t1", str(tmp_path))["unverifiable"] == "constant"
+    baselines.store("t2__cpu__x__a", {"ref_runtime_us": 5.0, "overrides": {}, "unverifiable": None}, str(tmp_path))
+    assert baselines.lookup("t2", str(tmp_path))["unverifiable"] is None
+    k = lambda v: baselines.key("t", "gpu", "2", {}, 10, v)  # noqa: E731
+    assert k({"model_mode": "train"}) != k({"model_mode": "eval"})  # eval timings never stand in for train
+
+
+def test_shared_names_are_the_reference_source_only():
+    from rewards.harness.reference import shared_names
+
+    ns = shared_names(textwrap.dedent(BN_TASK), {"batch_size": 4})
+    assert ns["batch_size"] == 4 and ns["features"] == 8  # the same overrides as the reference
+    assert set(ns) == {"torch", "nn", "batch_size", "features", "scale_of", "Model", "get_inputs", "get_init_inputs"}
+
+
+# -- instrumentation ---------------------------------------------------------------------------
+class _Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.bn = nn.Linear(4, 4), nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.fc(x)))
+
+
+class _Outer(nn.Module):
+    def __init__(self, scripted):
+        super().__init__()
+        self.inner = scripted
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.inner(x))
+
+
+@pytest.mark.parametrize("nest", [False, True])
+def test_annotate_survives_script_modules(nest):
+    scripted = torch.jit.script(_Block())
+    model = _Outer(scripted) if nest else scripted
+    x = torch.randn(3, 4)
+    with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        with sysprof.annotate(model) as ann:
+            y = model(x)
+    assert y.shape[0] == 3
+    if nest:  # the plain modules keep their ranges; the scripted subtree is skipped whole
+        assert ann.skipped == ["inner"] and ann.hooked_root
+        assert {"km::forward", "km::module::head"} == set(ann.modules)
+    else:
+        assert ann.skipped == ["<root>"] and not ann.hooked_root and ann.modules == {}
+    if nest:  # the hooks are gone after the block
+        assert not model._forward_hooks and not model._forward_pre_hooks and not model.head._forward_hooks
+
+
+def test_a_plain_model_is_still_annotated_whole():
+    model = _Block()
+    with torch.no_grad(), sysprof.annotate(model) as ann:
+        model(torch.randn(3, 4))
+    assert ann.skipped == [] and {"km::forward", "km::module::fc", "km::module::bn"} == set(ann.modules)
+
+
+class _FakeSlot:
+    def __init__(self):
+        self.taken, self.gpu = [], None
+
+    def take(self, role):
+        self.taken.append(role)
+        return object()
+
+
+def _profile_with(timed_fn):
+    ev = Evaluator({"device": "cpu"})  # not entered: no workers; _profile is called directly
+    r = EvalResult(status="ok", compiled=True, correct=True, runtime_us=12.0)
+    e, holder = {"phases_s": {}}, []
+    ctx = {"sets": [([torch.zeros(1)], [])], "dtype": "float32", "task_source": "", "overrides": {}}
+    ev._profile(_FakeSlot(), {}, "src", ctx, e, timed_fn, holder)
+    return r, e, holder
+
+
+def test_forced_profiler_failure_leaves_status_and_timing_with_profiling_error():
+    def timed(name, job, limit, who=None):
+        if name == "profile":
+            raise evmod.WorkerRaised("RuntimeError: register_forward_pre_hook is not supported on ScriptModules")
+        return {}
+    r, e, holder = _profile_with(timed)
+    assert (r.status, r.correct, r.runtime_us) == ("ok", True, 12.0)
+    assert "the profiled run failed" in e["profiling_error"] and "ScriptModules" in e["profiling_error"]
+    assert len(holder) == 1  # the profiler worker is handed back for dropping
+
+
+def test_profiler_death_and_timeout_are_instrumentation_errors_too():
+    for exc in (evmod.WorkerDied("killed by SIGSEGV"), evmod.PhaseTimeout("no answer within 5 s")):
+        def timed(name, job, limit, who=None, exc=exc):
+            if name == "profile_load":
+                raise exc
+            return {}
+        _, e, _ = _profile_with(timed)
+        assert type(exc).__name__ in e["profiling_error"]
+
+
+def test_clean_profile_records_no_error():
+    _, e, _ = _profile_with(lambda name, job, limit, who=None: {"kernels": [], "op_s": 1.0} if name == "profile" else {})
+    assert "profiling_error" not in e and e["kernels"] == []
+
+
+# -- the real harness on CPU -------------------------------------------------------------------
+BN_TASK = '''
+import torch
+import torch.nn as nn
+
+batch_size = 16
+features = 8
+
+
+def scale_of(x):
+    return x * 0.5
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+        self.bn = nn.BatchNorm1d(n)
+
+    def forward(self, x):
+        return scale_of(self.bn(self.fc(x)))
+
+
+def get_inputs():
+    return [torch.randn(batch_size, features) * 3 + 1]
+
+
+def get_init_inputs():
+    return [features]
+'''
+
+CONST_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return self.fc(torch.ones_like(x))  # the input's values never matter
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+
+def get_init_inputs():
+    return [8]
+'''
+
+DROP_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+        self.drop = nn.Dropout(0.5)  # active in training mode: the mask comes from the RNG
+
+    def forward(self, x):
+        return self.drop(self.fc(x))
+
+
+def get_inputs():
+    return [torch.randn(32, 16)]
+
+
+def get_init_inputs():
+    return [16]
+'''
+
+DROP_CAND = '''
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return F.dropout(self.fc(x), 0.5, self.training)
+'''
+
+CAND = '''
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+        self.bn = nn.BatchNorm1d(n)
+        PROBE
+
+    def forward(self, x):
+        return self.bn(self.fc(x)) * 0.5
+'''
+
+# uses the reference's helper and constant without defining them (KernelBench's shared namespace)
+SHARED_CAND = '''
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        assert n == features
+        self.fc = nn.Linear(n, n)
+        self.bn = nn.BatchNorm1d(n)
+
+    def forward(self, x):
+        assert x.shape[0] == batch_size
+        return scale_of(self.bn(self.fc(x)))
+'''
+
+SCRIPT_CAND = '''
+import torch
+import torch.nn as nn
+
+
+class _Inner(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+        self.bn = nn.BatchNorm1d(n)
+
+    def forward(self, x):
+        return self.bn(self.fc(x)) * 0.5
+
+
+def ModelNew(n):  # the model is a RecursiveScriptModule
+    return torch.jit.script(_Inner(n))
+'''
+
+
+def cand(probe: str = "pass") -> str:
+    return CAND.replace("PROBE", probe)
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tasks")
+    out = {}
+    for name, src in (("bn_task", BN_TASK), ("const_task", CONST_TASK), ("drop_task", DROP_TASK)):
+        (d / f"{name}.py").write_text(textwrap.dedent(src))
+        out[name] = load_file(d / f"{name}.py")
+    return out
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("kmcache-sem")
+
+
+def _cfg(cache, **kw):
+    return {"device": "cpu", "cache_dir": str(cache), "timed_calls": 5, "warmup": 1,
+            "timeouts_s": {"correctness": 30, "timing": 60}, **kw}
+
+
+@pytest.fixture(scope="module")
+def train_results(tasks, cache):
+    """One evaluator at the defaults (train mode, shared namespace, TF32 off)."""
+    jobs = {"legit": (tasks["bn_task"], cand()),
+            "eval_only": (tasks["bn_task"], cand("self.eval()")),
+            "shared": (tasks["bn_task"], SHARED_CAND),
+            "tf32": (tasks["bn_task"], cand("torch.backends.cuda.matmul.allow_tf32 = True")),
+            "script": (tasks["bn_task"], SCRIPT_CAND),
+            "const": (tasks["const_task"], "import torch.nn as nn\nModelNew = Model\n"),
+            "dropout": (tasks["drop_task"], DROP_CAND),
+            "no_dropout": (tasks["drop_task"], DROP_CAND.replace("self.training)", "False)"))}
+    with Evaluator(_cfg(cache, profile=True)) as ev:
+        futs = {k: ev.submit(t, src) for k, (t, src) in jobs.items()}
+        return {k: f.result() for k, f in futs.items()}
+
+
+@slow
+def test_train_mode_is_the_default_and_fails_an_eval_only_candidate(train_results):
+    ok, bad = train_results["legit"], train_results["eval_only"]
+    assert ok.status == "ok", (ok.error, ok.log_tail)
+    assert ok.evidence["model_mode"] == "train" and "mode_verdicts" not in ok.evidence
+    assert bad.status == "incorrect" and "differs from the reference" in bad.error
+
+
+@slow
+def test_training_mode_dropout_is_seeded_alike_in_both_processes(train_results):
+    r, twin = train_results["dropout"], train_results["no_dropout"]
+    assert r.status == "ok", (r.error, r.log_tail)  # trials and spot-checked timed calls agree
+    assert r.evidence["spot_check_failed"] is False
+    assert twin.status == "incorrect"  # the reference really drops: skipping it is wrong
+
+
+@slow
+def test_candidate_uses_reference_only_names(train_results):
+    r = train_results["shared"]
+    assert r.status == "ok", (r.error, r.log_tail)
+
+
+@slow
+def test_precision_flags_changed_names_the_candidates_tf32(train_results):
+    r, twin = train_results["tf32"], train_results["legit"]
+    assert r.status == "ok", r.error  # on CPU TF32 changes nothing numerically; the flag is seen
+    assert r.evidence["precision_flags_changed"]["allow_tf32_matmul"] == [False, True]
+    assert r.evidence["precision_flags"]["allow_tf32_matmul"] is True
+    assert twin.evidence["precision_flags_changed"] == {}
+    assert twin.evidence["precision_flags"]["allow_tf32_cudnn"] is False  # the harness's setting
+
+
+@slow
+def test_script_module_candidate_passes(train_results):
+    r = train_results["script"]
+    assert r.status == "ok" and r.runtime_us > 0, (r.error, r.log_tail)
+    assert "profiling_error" not in r.evidence
+
+
+@slow
+def test_constant_reference_is_unverifiable_and_cached(train_results, tasks, cache):
+    r, twin = train_results["const"], train_results["legit"]
+    assert r.status == "ok" and r.correct  # status stays as measured
+    assert "does not depend on its inputs" in r.evidence["unverifiable"]
+    assert "unverifiable" not in twin.evidence
+    assert "does not depend" in baselines.lookup(tasks["const_task"].hash, str(cache))["unverifiable"]
+    assert baselines.lookup(tasks["bn_task"].hash, str(cache))["unverifiable"] is None
+
+
+@slow
+def test_floor_is_never_above_the_reference_runtime(train_results):
+    for r in train_results.values():
+        ev = r.evidence
+        assert ("physical_floor_us" in ev) != ("floor_skipped" in ev)
+        if "physical_floor_us" in ev and r.ref_runtime_us:
+            assert ev["physical_floor_us"] <= r.ref_runtime_us
+
+
+@slow
+def test_eval_mode_passes_an_eval_only_candidate(tasks, cache):
+    with Evaluator(_cfg(cache, model_mode="eval")) as ev:
+        bad, ok = ev.submit(tasks["bn_task"], cand("self.eval()")), ev.submit(tasks["bn_task"], cand())
+        bad, ok = bad.result(), ok.result()
+    assert bad.status == "ok", (bad.error, bad.log_tail)
+    assert ok.status == "ok" and ok.evidence["model_mode"] == "eval"
+
+
+@slow
+def test_both_modes_report_the_difference(tasks, cache):
+    with Evaluator(_cfg(cache, model_mode="both")) as ev:
+        bad, ok = ev.submit(tasks["bn_task"], cand("self.eval()")), ev.submit(tasks["bn_task"], cand())
+        bad, ok = bad.result(), ok.result()
+    assert bad.evidence["mode_verdicts"] == {"train": "incorrect", "eval": "ok"}
+    assert bad.evidence["mode_dependent"] is True and bad.status == "incorrect"
+    assert ok.status == "ok", (ok.error, ok.log_tail)
+    assert ok.evidence["mode_verdicts"] == {"train": "ok", "eval": "ok"} and ok.evidence["mode_dependent"] is False
+
+
+@slow
+def test_without_the_shared_namespace_reference_names_are_missing(tasks, cache):
+    with Evaluator(_cfg(cache, shared_namespace=False)) as ev:
+        r = ev.submit(tasks["bn_task"], SHARED_CAND).result()
+    assert r.status == "runtime_error" and "features" in r.error
