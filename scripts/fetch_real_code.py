@@ -121,8 +121,10 @@ class GitSource:
         return out.decode().split()
 
 
-def open_source(repo: str, commit: str, mirror_root: Path | None, cache: Path) -> GitSource:
-    """A mirror <mirror_root>/<owner>+<name>/repo when there is one, else a bare clone in cache."""
+def open_source(repo: str, commit: str, mirror_root: Path | None, cache: Path,
+                offline: bool = False) -> GitSource:
+    """A mirror <mirror_root>/<owner>+<name>/repo when there is one, else a bare clone in cache
+    (never with offline)."""
     if mirror_root is not None:
         git_dir = mirror_root / repo.replace("/", "+") / "repo"
         if git_dir.is_dir():
@@ -132,17 +134,19 @@ def open_source(repo: str, commit: str, mirror_root: Path | None, cache: Path) -
             return src
     git_dir = cache / f"{slug(repo)}.git"
     url = f"https://github.com/{repo}"
+    if offline and not git_dir.is_dir():
+        raise SourceError(f"No mirror or cached clone of {repo} (offline: not cloning {url}).")
     if not git_dir.is_dir():
         r = subprocess.run(["git", "clone", "--bare", "--filter=blob:none", "-q", url,
                             str(git_dir)], capture_output=True)
         if r.returncode:
             raise SourceError(f"Could not clone {url} (no mirror and no network, or no such repo).")
     src = GitSource(repo, git_dir)
-    if not src.has(commit):
+    if not src.has(commit) and not offline:
         subprocess.run(["git", "--git-dir", str(git_dir), "fetch", "-q", "--filter=blob:none",
                         "origin", commit], capture_output=True)
-        if not src.has(commit):
-            raise SourceError(f"{url} has no commit {commit}.")
+    if not src.has(commit):
+        raise SourceError(f"{url} has no commit {commit} (or it could not be fetched).")
     return src
 
 
@@ -198,7 +202,7 @@ def read_label_rows(bench_dir: Path) -> list[dict]:
 
 
 def fetch(sources: dict, rows: list[dict], data_root: Path, mirror_root: Path | None,
-          cache: Path, log=print) -> list[str]:
+          cache: Path, log=print, offline: bool = False) -> list[str]:
     """Lays everything out; returns the one-sentence errors (missing repos, commits, files)."""
     w, errors, opened = Writer(), [], {}
 
@@ -206,7 +210,7 @@ def fetch(sources: dict, rows: list[dict], data_root: Path, mirror_root: Path | 
         key = (repo, commit)
         if key not in opened:
             try:
-                opened[key] = open_source(repo, commit, mirror_root, cache)
+                opened[key] = open_source(repo, commit, mirror_root, cache, offline)
             except SourceError as e:
                 opened[key] = None
                 errors.append(str(e))
@@ -263,12 +267,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="local bare mirrors, layout <owner>+<name>/repo (e.g. /work/.mirror)")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/kernelmine/real_code",
                     help="where bare clones go when there is no mirror")
+    ap.add_argument("--offline", action="store_true", help="never git clone; mirrors and cache only")
     ap.add_argument("--sources", type=Path, default=BENCH / "sources.yaml")
     ap.add_argument("--labels-dir", type=Path, default=BENCH, help="folder of labels_*.csv")
     ap.add_argument("--data", type=Path, default=BENCH / "data", help="output (git-ignored)")
     a = ap.parse_args(argv)
     sources = yaml.safe_load(a.sources.read_text())
-    errors = fetch(sources, read_label_rows(a.labels_dir), a.data, a.mirror_root, a.cache)
+    errors = fetch(sources, read_label_rows(a.labels_dir), a.data, a.mirror_root, a.cache,
+                   offline=a.offline)
     return 1 if errors else 0
 
 
