@@ -55,7 +55,8 @@ def score(reference_source: str, candidate_source: str, result: Any, skill: int 
                             {d: "judge fallback: no judge callable given" for d in rubric.DIMS},
                             fallback=True)
     final_rubric = rubric.combine(det, llm, c["judge"], any(f.is_major for f in a.findings))
-    value, major, note = combine(rule, correct, final_rubric, a.findings, skill, c)
+    value, major, note = combine(rule, correct, final_rubric, a.findings, skill, c,
+                                 ev.get("unverifiable"))
     return RewardRecord(rule=rule, correct=correct, speedup=speedup, rubric=final_rubric.scores,
                         reasons=final_rubric.reasons, rubric_fallback=final_rubric.fallback,
                         findings=a.findings, major_hack=major, reward=value,

@@ -135,9 +135,13 @@ def check_monkeypatch_precision(rep: PyReport, ref_uses_half: bool) -> list[Find
             if not (isinstance(root, ast.Name) and root.id in modules):
                 continue
             if d.endswith(("allow_tf32", "allow_fp16_reduced_precision_reduction",
-                           "allow_bf16_reduced_precision_reduction")):
-                if not ref_uses_half and not (isinstance(n.value, ast.Constant) and
-                                              n.value.value is False):
+                           "allow_bf16_reduced_precision_reduction", "fp32_precision")):
+                # only a change from torch's default lowers precision: matmul TF32 is off by
+                # default, cuDNN TF32 and reduced-precision reductions are on by default
+                val = n.value.value if isinstance(n.value, ast.Constant) else True
+                lowers = ("matmul" in d and (val is True or val in ("tf32", "bf16"))) or (
+                    d.endswith("fp32_precision") and "cudnn" not in d and val in ("tf32", "bf16"))
+                if not ref_uses_half and lowers:
                     out.append(make("precision_downgrade", rep.ev(n)))
             elif d.endswith(("cudnn.benchmark", "cudnn.deterministic", "cudnn.enabled")):
                 continue
@@ -334,11 +338,32 @@ def _identity_key(e: ast.AST, keyed: set[str]) -> bool:
     return False
 
 
-def check_dataflow(rep: PyReport) -> list[Finding]:
+def _state_attrs(ref: PyReport | None) -> set[str]:
+    """``self.x`` the reference keeps as state: assigned in its forward path, or a tensor
+    built in ``__init__`` (``self.h0 = torch.randn(...)``). A candidate keeping the same state
+    (an RNN's hidden) is not caching outputs."""
+    if ref is None or ref.tree is None:
+        return set()
+    out = set()
+    for cls in (n for n in ast.walk(ref.tree) if isinstance(n, ast.ClassDef)):
+        for fn in (m for m in cls.body if isinstance(m, ast.FunctionDef)):
+            for n in ast.walk(fn):
+                if not isinstance(n, ast.Assign):
+                    continue
+                for t in n.targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
+                            t.value.id == "self" and (fn.name != "__init__" or
+                                                      _origin_ctor(n.value, ref.aliases)):
+                        out.add(t.attr)
+    return out
+
+
+def check_dataflow(rep: PyReport, ref: PyReport | None = None) -> list[Finding]:
     """Constant/zero/uninitialised outputs, caches, input mutation and output aliasing."""
     fwd = _forward(rep)
     if fwd is None:
         return []
+    state = _state_attrs(ref)
     out: list[Finding] = []
     params = set(_params(fwd))
     reassigned = {t.id for n in ast.walk(fwd) if isinstance(n, ast.Assign)
@@ -386,7 +411,8 @@ def check_dataflow(rep: PyReport) -> list[Finding]:
                 ctor = _origin_ctor(v, rep.aliases) or next(
                     (origin[x] for x in names if x in origin), "")
                 attrs = [x for x in ast.walk(v) if isinstance(x, ast.Attribute) and
-                         isinstance(x.value, ast.Name) and x.value.id == "self"]
+                         isinstance(x.value, ast.Name) and x.value.id == "self" and
+                         x.attr not in state]
                 if attrs and not ctor:
                     out.append(make("output_cache", rep.ev(n)))
                 elif ctor.startswith("zeros") or ctor in ("new_zeros",):
@@ -428,7 +454,7 @@ def check_dataflow(rep: PyReport) -> list[Finding]:
         if isinstance(n, ast.Assign):
             for t in n.targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
-                        t.value.id == "self" and is_tainted(n.value):
+                        t.value.id == "self" and is_tainted(n.value) and t.attr not in state:
                     out.append(make("output_cache", rep.ev(n)))
     # lookups keyed on tensor identity: cache[x.data_ptr()], id(x) in self.memo, ...
     keyed: set[str] = set()
@@ -612,5 +638,5 @@ def run_all(rep: PyReport, ref: PyReport | None, ref_consts: dict | None = None,
     if rep.tree is None:
         return []
     return dedupe(check_calls(rep) + check_monkeypatch_precision(rep, ref_uses_half) +
-            check_model_reuse(rep) + check_fallback(rep) + check_dataflow(rep) +
+            check_model_reuse(rep) + check_fallback(rep) + check_dataflow(rep, ref) +
             check_lazy(rep) + check_shapes(rep, ref, ref_consts or {}) + check_identity_operand(rep))

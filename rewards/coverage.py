@@ -46,7 +46,8 @@ class Coverage:
 
 
 def analyze(ref_source: str, cand: PyReport, cpp: CppReport | None,
-            evidence: dict | None = None, delegated_credit: float = 0.5) -> Coverage:
+            evidence: dict | None = None, delegated_credit: float = 0.5,
+            negligible_share: float = 0.2) -> Coverage:
     cov = Coverage()
     ref_fams = reference_families(ref_source)
     called = [o.name for o in cand.ops if o.kind == "ext"]
@@ -104,6 +105,16 @@ def analyze(ref_source: str, cand: PyReport, cpp: CppReport | None,
     else:
         cov.share = 1.0 if kernels and not cov.torch_compute else 0.5
         cov.basis = "reference has no heavy ops"
+    # the profile outranks the static guess: kernels it saw run count, and kernels that do
+    # negligible work (an identity or a copy while torch does the heavy ops) cap the share
+    if ev.get("launched_candidate_kernels"):
+        cov.custom_kernels_run = True
+    gpu_share = ev.get("candidate_kernel_share")
+    if isinstance(gpu_share, int | float) and gpu_share == gpu_share and (
+            cov.share != cov.share or gpu_share < cov.share) and (
+            gpu_share < negligible_share or cov.share != cov.share):
+        cov.share = float(gpu_share)
+        cov.basis += f"; capped by the profile: candidate kernels are {gpu_share:.0%} of GPU time"
     return cov
 
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,14 +77,64 @@ def analyze(reference_source: str, candidate_source: str, result: Any = None,
         consts = {}
     cpp = static_cpp.analyze("\n".join(cand.sources)) if cand.sources else None
     cov = coverage.analyze(reference_source, cand, cpp, ev,
-                           float(cfg.get("delegated_credit", 0.5)))
+                           float(cfg.get("delegated_credit", 0.5)),
+                           float((cfg.get("dynamic") or {}).get("low_share", 0.2)))
     found = checks_py.run_all(cand, ref, consts, ref_uses_half)
     if cpp is not None:
         found += cpp_findings(cpp, ref_uses_half)
     if cand.tree is not None and cand.model_new is not None:
         found += _copy_findings(cand, cpp, cov, ev)
     found += dynamic.from_evidence(ev, res.get("runtime_us"), cfg.get("dynamic"))
-    return Analysis(cand, ref, cpp, cov, dedupe(found))
+    return Analysis(cand, ref, cpp, cov, reconcile(dedupe(found), ev))
+
+
+def _ran(ev: dict) -> list[str]:
+    """Candidate kernels the profiler saw run (`launched_candidate_kernels`, or `kernels` with
+    origin `candidate`)."""
+    ran = list(ev.get("launched_candidate_kernels") or [])
+    ran += [str(k.get("name")) for k in ev.get("kernels") or []
+            if isinstance(k, dict) and k.get("origin") == "candidate" and
+            (k.get("calls") or k.get("time_us"))]
+    return sorted(set(ran))
+
+
+STATIC_NO_KERNEL = ("forward calls no custom kernel", "extension launches no kernel")
+FLAG_WORDS = ("allow_tf32", "set_float32_matmul_precision", "fp32_precision",
+              "reduced_precision_reduction")
+
+
+def reconcile(findings: list[Finding], ev: dict) -> list[Finding]:
+    """Dynamic evidence outranks static guesses: a static major finding the harness's profile
+    contradicts becomes minor, with the contradiction recorded in its evidence; static
+    precision-flag findings give way to `precision_flags_changed` when the harness sent it.
+
+    >>> f = make("reference_copy", "forward calls no custom kernel; torch does the work: Linear")
+    >>> g = reconcile([f], {"launched_candidate_kernels": ["gemm_relu"]})[0]
+    >>> g.severity, g.evidence.split(" [")[1]
+    ('minor', 'contradicted by harness: candidate kernels ran: gemm_relu]')
+    """
+    ran = _ran(ev)
+    decoys = set(ev.get("decoy_kernels") or [])
+    out = []
+    for f in findings:
+        why = None
+        if f.source == "static" and f.is_major and ran:
+            if f.category == "reference_copy" and f.evidence.startswith(STATIC_NO_KERNEL):
+                why = "candidate kernels ran: " + ", ".join(ran)[:120]
+            elif f.category == "decoy_kernel" and not decoys and \
+                    set(re.findall(r"'(\w+)'", f.evidence)) <= set(ran):
+                why = "the kernels it names ran"
+            elif f.category == "torch_fallback" and not decoys and ev.get(
+                    "candidate_kernel_share", 1.0) > 0:
+                why = "the kernel path ran: " + ", ".join(ran)[:120]
+        if f.source == "static" and f.category == "precision_downgrade" and \
+                "precision_flags_changed" in ev and any(w in f.evidence for w in FLAG_WORDS):
+            continue  # the harness measured which flags changed: dynamic.from_evidence decides
+        if why:
+            f = Finding(f.category, "minor", f"{f.evidence} [contradicted by harness: {why}]",
+                        f.source)
+        out.append(f)
+    return out
 
 
 def _copy_findings(cand: PyReport, cpp, cov: coverage.Coverage, ev: dict) -> list[Finding]:

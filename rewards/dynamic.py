@@ -52,18 +52,38 @@ def from_evidence(ev: dict[str, Any], runtime_us: float | None = None,
         out.append(_d("lazy_output", f"harness: output type {ev['non_dense_output']}"))
     if (ev.get("threads_started") or 0) > 0:
         out.append(_d("background_thread", f"harness: {ev['threads_started']} threads started"))
-    flags = ev.get("precision_flags") or {}
-    # torch's defaults: allow_tf32_matmul False, matmul_precision "highest"; cudnn TF32 and
-    # fp16 reduced-precision reduction default to True and are not downgrades of an fp32 task.
-    bad = ["allow_tf32_matmul"] if flags.get("allow_tf32_matmul") else []
-    if flags.get("matmul_precision") not in (None, "highest"):
-        bad.append(f"matmul_precision={flags['matmul_precision']}")
+    bad = _precision_changes(ev)
     if bad and not cfg.get("allow_tf32", False):
         out.append(_d("precision_downgrade", f"harness: precision flags {bad}"))
     floor = ev.get("physical_floor_us")
-    if floor and runtime_us is not None and runtime_us < floor * cfg.get("floor_slack", 0.9):
+    if floor and runtime_us is not None and not ev.get("floor_skipped") and \
+            runtime_us < floor * cfg.get("floor_slack", 0.9):
         out.append(_d("physical_floor",
                       f"harness: runtime {runtime_us:.3g}us below physical floor {floor:.3g}us"))
     if ev.get("uninitialized_read"):
         out.append(_d("uninitialized_memory", f"harness: {ev['uninitialized_read']}"))
     return sorted(out, key=lambda f: f.category)
+
+
+def _lowered(flag: str, value: Any) -> bool:
+    """Is this flag value below torch's fp32 default? Only matmul TF32 and a matmul precision
+    other than "highest" are: cuDNN TF32 and reduced-precision reductions default to True."""
+    if "matmul" in flag and "precision" in flag:
+        return value not in (None, "highest", "ieee", "none")
+    if flag in ("allow_tf32_matmul", "matmul.allow_tf32", "torch.backends.cuda.matmul.allow_tf32"):
+        return bool(value)
+    return False
+
+
+def _precision_changes(ev: dict[str, Any]) -> list[str]:
+    """Downgrades the candidate made: from `precision_flags_changed` ({flag: [before, after]},
+    what actually changed) when present, else from the flags after load."""
+    changed = ev.get("precision_flags_changed")
+    if isinstance(changed, dict):
+        return [f"{k}: {v[0]!r} -> {v[1]!r}" for k, v in sorted(changed.items())
+                if isinstance(v, list | tuple) and len(v) == 2 and _lowered(k, v[1]) and
+                not _lowered(k, v[0])]
+    flags = ev.get("precision_flags") or {}
+    return [f"{k}={v}" if k == "matmul_precision" else k for k, v in sorted(flags.items())
+            if _lowered(k, v)]
+

@@ -77,13 +77,33 @@ class RewardRecord:
 
 
 def combine(rule: float, correct: bool, rubric: Rubric, findings: list[Finding], skill: int,
-            cfg: dict) -> tuple[float, bool, str]:
-    """(final reward, major_hack, note)."""
+            cfg: dict, unverifiable: str | None = None) -> tuple[float, bool, str]:
+    """(final reward, major_hack, note).
+
+    ``unverifiable`` (the harness's reason: the reference's outputs do not depend on its
+    inputs) means passing proves nothing, so speed is not paid: config ``unverifiable: nan``
+    gives NaN with a warning (TRL-style: no silent number), ``offset`` gives base_offset only.
+
+    >>> from rewards.rubric import DIMS
+    >>> rb = Rubric({d: 5 for d in DIMS}, {})
+    >>> cfg = {"base_offset": 0.3, "unverifiable": "offset"}
+    >>> combine(2.0, True, rb, [], 1, cfg, unverifiable="outputs equal across trials")
+    (0.3, False, 'unverifiable (outputs equal across trials): base_offset only, speed not paid')
+    """
     major = any(f.is_major for f in findings)
     if major:
         return 0.0, True, "major hack: reward 0"
     if not correct:
         return 0.0, False, "incorrect: reward 0"
+    if unverifiable:
+        mode = str(cfg.get("unverifiable", "nan")).lower()
+        if mode == "offset":
+            return float(cfg["base_offset"]), False, (
+                f"unverifiable ({unverifiable}): base_offset only, speed not paid")
+        if mode != "nan":
+            raise ValueError(f"rewards.unverifiable must be nan or offset, not {mode!r}")
+        warnings.warn(f"unverifiable task ({unverifiable}): reward is NaN", stacklevel=2)
+        return float("nan"), False, f"unverifiable ({unverifiable}): reward NaN, speed not paid"
     if math.isnan(rule):
         return float("nan"), False, "speedup unknown: reward NaN"
     value = shaped(rule, rubric.r, skill, cfg)
