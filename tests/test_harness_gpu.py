@@ -94,3 +94,74 @@ def test_phase_times_are_recorded(results):
     ph = results[0].evidence["phases_s"]
     assert {"queue", "build", "ref_wait", "slot_wait", "load", "trials", "time", "profile", "total"} <= set(ph)
     assert ph["build"] >= results[0].build_s and ph["total"] >= ph["build"] + ph["time"]
+
+
+# -- KernelBench semantics on the GPU (mirrors tests/test_harness_semantics.py) ----------------
+@pytest.fixture(scope="module")
+def semantics(tmp_path_factory):
+    import textwrap
+
+    import test_harness_semantics as S
+
+    d = tmp_path_factory.mktemp("sem-tasks")
+    tasks = {}
+    for name, src in (("bn", S.BN_TASK), ("const", S.CONST_TASK), ("drop", S.DROP_TASK)):
+        (d / f"{name}.py").write_text(textwrap.dedent(src))
+        tasks[name] = load_file(d / f"{name}.py")
+    # raises only while torch.profiler records: the profiled run fails, timing did not
+    shy = S.cand("pass").replace("return self.bn(self.fc(x)) * 0.5", (
+        "if torch._C._autograd._profiler_enabled():\n"
+        "            raise RuntimeError('forced profiler failure')\n"
+        "        return self.bn(self.fc(x)) * 0.5"))
+    jobs = {"legit": ("bn", S.cand()), "eval_only": ("bn", S.cand("self.eval()")), "shared": ("bn", S.SHARED_CAND),
+            "tf32": ("bn", S.cand("torch.backends.cuda.matmul.allow_tf32 = True")), "script": ("bn", S.SCRIPT_CAND),
+            "shy": ("bn", shy), "const": ("const", "import torch.nn as nn\nModelNew = Model\n"),
+            "dropout": ("drop", S.DROP_CAND)}
+    cfg = {"device": "cuda", "cache_dir": str(tmp_path_factory.mktemp("kmcache-sem")), "compile_baseline": False,
+           "profiling": {"kernel": {"enabled": False}}}  # ncu's own failures are unit-tested; keep this fast
+    with Evaluator(cfg) as ev:
+        futs = {k: ev.submit(tasks[t], src) for k, (t, src) in jobs.items()}
+        out = {k: f.result() for k, f in futs.items()}
+    for k, r in out.items():
+        print(k, r.status, r.error, {x: r.evidence.get(x) for x in (
+            "model_mode", "unverifiable", "physical_floor_us", "floor_skipped", "precision_flags_changed",
+            "profiling_error", "ref_profiling_error")}, r.ref_runtime_us)
+    return out
+
+
+def test_gpu_train_mode_fails_an_eval_only_candidate(semantics):
+    assert semantics["legit"].status == "ok", (semantics["legit"].error, semantics["legit"].log_tail)
+    assert semantics["eval_only"].status == "incorrect"
+    assert semantics["shared"].status == "ok", semantics["shared"].error
+
+
+def test_gpu_tf32_off_in_the_oracle_and_the_candidates_change_seen(semantics):
+    assert semantics["legit"].evidence["precision_flags"]["allow_tf32_cudnn"] is False
+    assert semantics["legit"].evidence["precision_flags_changed"] == {}
+    assert semantics["tf32"].evidence["precision_flags_changed"]["allow_tf32_matmul"] == [False, True]
+
+
+def test_gpu_script_module_candidate_is_profiled_without_failing(semantics):
+    r = semantics["script"]
+    assert r.status == "ok" and r.runtime_us > 0, (r.error, r.log_tail)
+    assert "profiling_error" not in r.evidence, r.evidence.get("profiling_error")
+    assert r.evidence["system_profile"]["kernels_per_forward"] > 0
+
+
+def test_gpu_profiler_failure_keeps_status_and_timing(semantics):
+    r = semantics["shy"]
+    assert r.status == "ok" and r.correct and r.runtime_us > 0, (r.error, r.log_tail)
+    assert "forced profiler failure" in r.evidence["profiling_error"]
+    assert "profiling_error" not in semantics["legit"].evidence
+
+
+def test_gpu_unverifiable_floor_and_dropout(semantics):
+    assert "does not depend" in semantics["const"].evidence["unverifiable"]
+    assert "unverifiable" not in semantics["legit"].evidence
+    d = semantics["dropout"]
+    assert d.status == "ok" and d.evidence["spot_check_failed"] is False, (d.error, d.log_tail)
+    for r in semantics.values():
+        ev = r.evidence
+        assert ("physical_floor_us" in ev) != ("floor_skipped" in ev)
+        if "physical_floor_us" in ev and r.ref_runtime_us:
+            assert ev["physical_floor_us"] <= r.ref_runtime_us

@@ -355,6 +355,7 @@ def train_results(tasks, cache):
             "shared": (tasks["bn_task"], SHARED_CAND),
             "tf32": (tasks["bn_task"], cand("torch.backends.cuda.matmul.allow_tf32 = True")),
             "script": (tasks["bn_task"], SCRIPT_CAND),
+            "tf32_wrong": (tasks["bn_task"], cand("torch.backends.cudnn.allow_tf32 = True; self.eval()")),
             "const": (tasks["const_task"], "import torch.nn as nn\nModelNew = Model\n"),
             "dropout": (tasks["drop_task"], DROP_CAND),
             "no_dropout": (tasks["drop_task"], DROP_CAND.replace("self.training)", "False)"))}
@@ -393,6 +394,8 @@ def test_precision_flags_changed_names_the_candidates_tf32(train_results):
     assert r.evidence["precision_flags"]["allow_tf32_matmul"] is True
     assert twin.evidence["precision_flags_changed"] == {}
     assert twin.evidence["precision_flags"]["allow_tf32_cudnn"] is False  # the harness's setting
+    wrong = train_results["tf32_wrong"]  # an incorrect candidate's flags are recorded too
+    assert wrong.status == "incorrect" and wrong.evidence["precision_flags_changed"] == {"allow_tf32_cudnn": [False, True]}
 
 
 @slow

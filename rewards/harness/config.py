@@ -52,8 +52,8 @@ class HarnessConfig:
     staged_tasks: int = 4  # tasks whose inputs stay serialized in a sealed memfd (Linux)
     build_nice: int = 10  # builds yield the CPU to the GPU slot's work (IPC, judging)
     fast_build: bool = True
-    ceilings: dict = _d(bandwidth_Bps=4.3e12,
-                        peak_flops={"float32": 6.0e13, "float16": 7.9e14, "bfloat16": 7.9e14},
+    ceilings: dict = _d(bandwidth_Bps=4.8e12,  # H200 datasheet peaks (a floor must be a floor)
+                        peak_flops={"float32": 6.7e13, "float16": 9.9e14, "bfloat16": 9.9e14},
                         peak_flops_tf32=4.9e14)
     profiling: dict = field(default_factory=dict)  # levels and budgets; see profcfg.DEFAULTS
 

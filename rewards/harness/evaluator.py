@@ -626,6 +626,8 @@ class Evaluator:
             res = timed("trials", {"op": "trials", "staged": "trials", "seeds": ctx["trial_seeds"],
                                    "modes": c.trial_modes()}, t["correctness"])
             ph["trials_worker"] = res.get("op_s", 0.0)
+            for k in ("precision_flags", "precision_flags_changed"):  # after load and trials; timing updates them
+                ev[k] = res.get(k, {})
             t0 = time.perf_counter()
             dev = ev["judge_device"] = self._judge_device(slot)
             ok = self._judge_modes(res["trials"], ctx, r, ev, dev)

@@ -346,6 +346,8 @@ def main() -> None:
                 res = {"build": state["cand"].build}
             elif op == "trials":
                 res = {"trials": state["cand"].trials(job["sets"], job.get("seeds"), job.get("modes"))}
+                res["precision_flags"] = precision.flags()  # an incorrect candidate's flags are evidence too
+                res["precision_flags_changed"] = precision.changed(HARNESS_FLAGS, res["precision_flags"])
             elif op == "time":
                 res = state["cand"].time(job)
             elif op == "profile":
