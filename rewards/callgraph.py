@@ -44,6 +44,9 @@ TORCH_NONCOMPUTE = ("torch.cuda.", "torch.backends.", "torch.utils.", "torch.aut
                     "torch.manual_seed", "torch.device", "torch.dtype", "torch.is_tensor",
                     "torch.compile", "torch._dynamo.", "torch.fx.")
 # iteration wrappers whose elements are the wrapped container's elements
+# calls that return (a compiled form of) their first argument
+WRAPPERS = ("torch.compile", "torch.jit.script", "torch.jit.trace", "torch.jit.freeze",
+            "torch.jit.optimize_for_inference", "functools.partial", "torch.cuda.make_graphed_callables")
 ITER_WRAPPERS = ("enumerate", "zip", "reversed", "list", "tuple", "iter", "sorted")
 ITER_METHODS = ("items", "values", "children", "modules", "named_children", "keys")
 
@@ -102,7 +105,7 @@ class Graph:
                 if isinstance(m, ast.FunctionDef):
                     self._collect_attrs(cname, m)
 
-    # ---- types: "cls:K", "nn:X", "fn:f", "ext", "extfn:f", "apply:K" --------------------------
+    # ---- types: "cls:K", "nn:X", "fn:f", "meth:K.m", "ext", "extfn:f", "apply:K" ---------------
     def types(self, e: ast.AST, env: dict[str, set[str]], depth: int = 0) -> set[str]:
         if e is None or depth > 6:
             return set()
@@ -139,6 +142,8 @@ class Graph:
             fty = t(e.func) if isinstance(e.func, ast.Name) else set()
             if any(x.startswith("cls:") for x in fty):  # block = SomeBlock; block(...)
                 return {x for x in fty if x.startswith("cls:")}
+            if d in WRAPPERS and e.args:
+                return t(e.args[0])
             if d == "getattr" and len(e.args) >= 2 and self.is_ext(e.args[0], env):
                 return {"extfn:" + (e.args[1].value if isinstance(e.args[1], ast.Constant)
                                     else "*")}
@@ -170,6 +175,9 @@ class Graph:
                 return {"cls:" + e.id}
             return set()
         if isinstance(e, ast.Attribute):
+            if isinstance(e.value, ast.Name) and e.value.id == "self" and env.get(" cls") and \
+                    self.method(next(iter(env[" cls"])), e.attr):
+                return {"meth:" + next(iter(env[" cls"])) + "." + e.attr}
             if e.attr == "apply" and isinstance(e.value, ast.Name) and e.value.id in self.classes:
                 return {"apply:" + e.value.id}
             if self.is_ext(e.value, env):
@@ -303,10 +311,11 @@ def walk(rep: PyReport) -> None:
     g = Graph(rep)
     rep.graph = g
     for (c, a), ty in g.attr_types.items():
-        if c == "ModelNew":
+        if rep.model_new is not None and c == rep.model_new.name:
             rep.module_attrs.setdefault(a, []).extend(sorted(x[3:] for x in ty
                                                              if x.startswith("nn:")))
-    start = g.method("ModelNew", "forward")
+    entry = rep.model_new.name if rep.model_new is not None else "ModelNew"
+    start = g.method(entry, "forward")
     if start is None:
         return
     todo: list[tuple[str | None, ast.FunctionDef]] = [start]
@@ -336,6 +345,11 @@ def walk(rep: PyReport) -> None:
             elif kind == "nn" and meth == "forward":
                 add_torch(name, line)
                 hit = True
+            elif kind == "meth":
+                found = g.method(*name.split(".", 1))
+                if found:
+                    todo.append(found)
+                    hit = True
             elif kind == "fn" and name in g.funcs:
                 todo.append((None, g.funcs[name]))
                 hit = True
@@ -348,20 +362,74 @@ def walk(rep: PyReport) -> None:
                 hit = True
         return hit
 
+    # each function is walked once in training mode (KernelBench's) if any path reaches it
+    # there, else once as eval-only (reached only from the eval side of an `if self.training`)
+    flags: dict[int, bool] = {id(start[1]): False}
+    train_ext: set[int] = set()
     while todo:
         cname, fn = todo.pop()
-        if (cname, id(fn)) in seen:
+        ev_only = flags.get(id(fn), False)
+        if (cname, id(fn), ev_only) in seen or (ev_only and (cname, id(fn), False) in seen):
             continue
-        seen.add((cname, id(fn)))
-        rep.forward_nodes.append(fn)
+        seen.add((cname, id(fn), ev_only))
+        if fn not in rep.forward_nodes:
+            rep.forward_nodes.append(fn)
         env = g._local_env(fn, cname)
+        eval_lines = set() if ev_only else _eval_branch_lines(fn)
         for node in ast.walk(fn):
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
                 rep.ops.append(Op("matmul", "torch_heavy", "gemm", node.lineno))
             if not isinstance(node, ast.Call):
                 continue
+            n_todo, n_ops = len(todo), len(rep.ops)
             _classify(g, rep, node, cname, env, todo, dispatch, add_torch)
-    rep.ops.sort(key=lambda o: (o.kind != "ext", o.line))
+            here = ev_only or node.lineno in eval_lines
+            for item in todo[n_todo:]:
+                flags[id(item[1])] = flags.get(id(item[1]), True) and here
+            if not here:
+                train_ext |= {o.line for o in rep.ops[n_ops:] if o.kind == "ext"}
+    rep.ops = sorted(set(rep.ops), key=lambda o: (o.kind != "ext", o.line, o.name))
+    rep.eval_only_ext = {o.line for o in rep.ops if o.kind == "ext"} - train_ext
+
+
+def _mode(test: ast.AST) -> str | None:
+    """"train" if a test is true only in training mode, "eval" if only in eval mode."""
+    if isinstance(test, ast.Attribute) and test.attr == "training":
+        return "train"
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        m = _mode(test.operand)
+        return {"train": "eval", "eval": "train"}.get(m) if m else None
+    if isinstance(test, ast.BoolOp):
+        modes = [_mode(v) for v in test.values]
+        want = "eval" if isinstance(test.op, ast.And) else "train"
+        return want if want in modes else None  # `not training and x.is_cuda`: eval only
+    return None
+
+
+def _lines(stmts) -> set[int]:
+    return {x.lineno for s in (stmts if isinstance(stmts, list) else [stmts])
+            for x in ast.walk(s) if hasattr(x, "lineno")}
+
+
+def _eval_branch_lines(fn: ast.FunctionDef) -> set[int]:
+    """Lines that run only in eval mode: the eval side of ``if self.training`` /
+    ``if not self.training and ...``, and what follows ``if self.training: return ...``."""
+    out: set[int] = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.If | ast.IfExp):
+            m = _mode(n.test)
+            if m == "eval":
+                out |= _lines(n.body)
+            elif m == "train":
+                out |= _lines(n.orelse)
+        for block in (getattr(n, f, None) for f in ("body", "orelse", "finalbody")):
+            if not isinstance(block, list):
+                continue
+            for i, st in enumerate(block):  # if self.training: return torch_path(x)
+                if isinstance(st, ast.If) and not st.orelse and _mode(st.test) == "train" and \
+                        st.body and isinstance(st.body[-1], ast.Return):
+                    out |= _lines(block[i + 1:])
+    return out
 
 
 def _classify(g: Graph, rep, node: ast.Call, cname, env, todo, dispatch, add_torch) -> None:

@@ -98,7 +98,7 @@ def _ran(ev: dict) -> list[str]:
     return sorted(set(ran))
 
 
-STATIC_NO_KERNEL = ("forward calls no custom kernel", "extension launches no kernel")
+STATIC_NO_KERNEL = ("forward calls no custom kernel", "extension launches no kernel")  # prefixes
 FLAG_WORDS = ("allow_tf32", "set_float32_matmul_precision", "fp32_precision",
               "reduced_precision_reduction")
 
@@ -144,6 +144,10 @@ def _copy_findings(cand: PyReport, cpp, cov: coverage.Coverage, ev: dict) -> lis
     if not ext_calls and torch_ops:
         out.append(make("reference_copy", "forward calls no custom kernel; torch does the work: "
                         + ", ".join(sorted({o.name for o in torch_ops}))[:160]))
+    elif ext_calls and torch_ops and all(o.line in cand.eval_only_ext for o in ext_calls):
+        out.append(make("reference_copy", "forward calls no custom kernel in training mode (the "
+                        "models are judged in training mode; kernels only under `not "
+                        "self.training`): " + ", ".join(sorted({o.name for o in ext_calls}))[:120]))
     elif ext_calls and not cov.custom_kernels_run and cpp is not None:
         names = sorted({c.name for fn in ext_calls
                         for c in cpp.reachable(cpp.bindings.get(fn.name, fn.name))[1]})

@@ -175,8 +175,9 @@ def analyze(source: str) -> CppReport:
             body.append(t.text)
         if t.kind == "punct" and t.text == "<<<":
             sig["launch_sites"] += 1
-            if prev and prev.kind == "ident" and current is not None:
-                current.launches.append(prev.text)
+            name = prev.text if prev and prev.kind == "ident" else _templated_name(toks, i)
+            if name and current is not None:  # k<<<...>>> or k<float, 4><<<...>>>
+                current.launches.append(name)
             continue
         if t.kind != "ident":
             continue
@@ -296,3 +297,19 @@ def _function_name(toks: list[Tok], brace: int) -> str | None:
     if name in ("if", "for", "while", "switch", "catch", "return", "sizeof", "decltype"):
         return None
     return name
+
+
+def _templated_name(toks, i: int) -> str | None:
+    """The kernel name before a template argument list that ends at ``toks[i - 1]``."""
+    j, depth = i - 1, 0
+    while j >= 0:
+        t = toks[j].text
+        depth += t.count(">") if t in (">", ">>") else 0
+        depth -= 1 if t == "<" else 0
+        if depth == 0:
+            break
+        j -= 1
+    if j > 0 and toks[j].text == "<" and toks[j - 1].kind == "ident":
+        return toks[j - 1].text
+    return None
+

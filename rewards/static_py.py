@@ -52,6 +52,7 @@ class PyReport:
     module_attrs: dict[str, list[str]] = field(default_factory=dict)  # self.x -> nn ctor names
     loader_fns: set[str] = field(default_factory=set)  # functions that return an extension
     graph: object = None                                # callgraph.Graph of the last walk
+    eval_only_ext: set[int] = field(default_factory=set)  # ext-call lines run only in eval mode
     ops: list[Op] = field(default_factory=list)
     syntax_error: str | None = None
 
@@ -201,9 +202,7 @@ def extract(source: str) -> PyReport:
                         "self." + t.attr if isinstance(t, ast.Attribute) else None)
                     if name:
                         rep.ext_fn_aliases[name] = node.value.attr
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
-            rep.model_new = node
+    rep.model_new = _entry_class(tree)
     if rep.model_new is not None:
         callgraph.walk(rep)
     return rep
@@ -222,3 +221,27 @@ def _is_ext_value(e: ast.AST, al: dict, loader_fns: set[str], ext_names: set[str
     if isinstance(e, ast.BoolOp):
         return any(_is_ext_value(x, al, loader_fns, ext_names) for x in e.values)
     return False
+
+
+def _entry_class(tree: ast.Module) -> ast.ClassDef | None:
+    """The class the evaluator instantiates: ``class ModelNew``; else ``ModelNew = SomeClass``;
+    else a factory ``def ModelNew/Model(...)`` returning an instance of a program class (often
+    through torch.compile/jit.script); else the program's own ``class Model`` (METR-style
+    solutions name their entry point ``Model``)."""
+    top = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    if "ModelNew" in top:
+        return top["ModelNew"]
+    for n in tree.body:
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ModelNew"
+                                             for t in n.targets):
+            if isinstance(n.value, ast.Name) and n.value.id in top:
+                return top[n.value.id]
+    for name in ("ModelNew", "Model"):
+        fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name),
+                  None)
+        if fn is not None:
+            for c in ast.walk(fn):
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in top:
+                    return top[c.func.id]
+    return top.get("Model")
+

@@ -435,7 +435,8 @@ class Evaluator:
             bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls,
                                {"model_mode": c.primary_mode(), "precision": c.precision})
             base = baselines.load(bk, self.cache)
-            if base is None or (self._system_job(ctx["dtype"]) and "ref_system_profile" not in base):
+            if base is None or (self._system_job(ctx["dtype"]) and "ref_system_profile" not in base
+                                and "ref_profiling_error" not in base):  # a failed profile is not retried
                 compile_err = None
                 if c.compile_baseline and self.device == "cuda":
                     # compilation is CPU work (up to minutes): it does not hold the GPU; its first
