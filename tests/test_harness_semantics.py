@@ -449,3 +449,27 @@ def test_without_the_shared_namespace_reference_names_are_missing(tasks, cache):
     with Evaluator(_cfg(cache, shared_namespace=False)) as ev:
         r = ev.submit(tasks["bn_task"], SHARED_CAND).result()
     assert r.status == "runtime_error" and "features" in r.error
+
+
+def test_ncu_failure_is_a_profiling_error_not_a_verdict(monkeypatch):
+    from rewards.harness import ncuprof
+
+    ev = Evaluator({"device": "cpu"})
+    ev.device = "cuda"  # _ncu runs only on CUDA; ncuprof.profile is replaced, so nothing touches a GPU
+    monkeypatch.setattr(ncuprof, "profile", lambda *a, **k: {"status": "failed", "reason": "==ERROR== ERR_NVGPUCTRPERM"})
+    calls = []
+
+    def timed(name, job, limit, who=None):
+        calls.append(name)
+        return {"system_profile": {"top_kernels": [{"base": "k", "share": 1.0, "mean_us": 50.0, "calls": 1}]}} \
+            if name == "profile" else {}
+    e, holder = {"phases_s": {}}, []
+    ctx = {"sets": [([torch.zeros(1)], [])], "dtype": "float32", "task_source": "", "overrides": {}}
+    ev._profile(_FakeSlot(), {}, "src", ctx, e, timed, holder)
+    assert calls == ["profile_start", "profile_load", "profile"]
+    assert e["profiling_error"].startswith("ncu failed") and "ERR_NVGPUCTRPERM" in e["profiling_error"]
+    assert e["kernel_profile"]["status"] == "failed" and "system_profile" in e  # what was measured stays
+    monkeypatch.setattr(ncuprof, "profile", lambda *a, **k: {"status": "unavailable", "reason": "ncu not found"})
+    e = {"phases_s": {}}
+    ev._profile(_FakeSlot(), {}, "src", ctx, e, timed, [])
+    assert "profiling_error" not in e  # no ncu on the machine is not a failure
