@@ -507,6 +507,10 @@ def _classify(g: Graph, rep, node: ast.Call, cname, env, todo, dispatch, add_tor
             meth = "forward" if f.attr in ("forward", "__call__") else f.attr
             if dispatch(env[v.id], line, meth):
                 return
+    if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name) and \
+            f.value.id in rep.triton_kernels:  # a Triton launch: kern[grid](...)
+        rep.ops.append(Op(f.value.id, "ext", None, line))
+        return
     if isinstance(f, ast.Subscript):  # self.layers[i](x), layers[i](x)
         attr = _self_attr(f)
         ty = (g.attr_of(cname, attr) if attr and cname else set()) | g.types(f, env)

@@ -58,6 +58,7 @@ def analyze(ref_source: str, cand: PyReport, cpp: CppReport | None,
             kernels += k
             cpp_torch += t
             libs += lb
+    kernels += [n for n in called if n in cand.triton_kernels]
     cov.custom_kernels_run = bool(kernels)
     py_heavy = {o.family for o in cand.ops if o.kind == "torch_heavy"}
     cov.torch_compute = bool([o for o in cand.ops if o.kind.startswith("torch")] or cpp_torch)

@@ -53,6 +53,7 @@ class PyReport:
     loader_fns: set[str] = field(default_factory=set)  # functions that return an extension
     graph: object = None                                # callgraph.Graph of the last walk
     eval_only_ext: set[int] = field(default_factory=set)  # ext-call lines run only in eval mode
+    triton_kernels: set[str] = field(default_factory=set)  # @triton.jit functions
     ops: list[Op] = field(default_factory=list)
     syntax_error: str | None = None
 
@@ -202,6 +203,11 @@ def extract(source: str) -> PyReport:
                         "self." + t.attr if isinstance(t, ast.Attribute) else None)
                     if name:
                         rep.ext_fn_aliases[name] = node.value.attr
+    for fn in ast.walk(tree):  # Triton kernels: launched as kern[grid](...)
+        if isinstance(fn, ast.FunctionDef) and any(
+                (dotted(d.func if isinstance(d, ast.Call) else d, al) or "").startswith("triton.")
+                for d in fn.decorator_list):
+            rep.triton_kernels.add(fn.name)
     rep.model_new = _entry_class(tree)
     if rep.model_new is not None:
         callgraph.walk(rep)
