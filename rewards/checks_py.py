@@ -584,10 +584,12 @@ def check_shapes(rep: PyReport, ref: PyReport | None, ref_consts: dict) -> list[
                         for t in n.targets:
                             if isinstance(t, ast.Name) and t.id in ps:
                                 out.append(make("shape_change", rep.ev(n)))
-        rfuncs = {n.name: _input_key(n) for n in ref.tree.body if isinstance(n, ast.FunctionDef)}
+        rfuncs = {n.name: _input_key(n, ref_consts) for n in ref.tree.body
+                  if isinstance(n, ast.FunctionDef)}
+        cand_consts = {**ref_consts, **_literals(rep.tree)}
         for n in rep.tree.body:
             if isinstance(n, ast.FunctionDef) and n.name in ("get_inputs", "get_init_inputs"):
-                if n.name in rfuncs and _input_key(n) != rfuncs[n.name]:
+                if n.name in rfuncs and _input_key(n, cand_consts) != rfuncs[n.name]:
                     # the harness builds inputs with the reference's functions: a note only
                     out.append(make("shape_change", rep.ev(n) + " (redefined with other values;"
                                     " the harness uses the reference's)", severity="minor"))
@@ -619,11 +621,31 @@ def check_shapes(rep: PyReport, ref: PyReport | None, ref_consts: dict) -> list[
     return out
 
 
+RANDOM = ("rand", "randn", "rand_like", "randn_like", "normal", "uniform")
+
+
 class _DeviceFree(ast.NodeTransformer):
-    """Drop what only places inputs: ``.cuda()``, ``.to(device)``, ``device=``, docstrings."""
+    """Drop what only places or draws inputs: ``.cuda()``, ``.to(device)``, ``device=``,
+    docstrings, which random generator (rand vs randn), tuple vs list; names of the
+    reference's constants become their values (a literal ``128`` equals ``batch_size``)."""
+
+    def __init__(self, consts: dict | None = None):
+        self.consts = consts or {}
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        v = self.consts.get(node.id)
+        if isinstance(v, int | float | str | bool) and isinstance(node.ctx, ast.Load):
+            return ast.Constant(v)
+        return node
+
+    def visit_Tuple(self, node: ast.Tuple) -> ast.AST:
+        self.generic_visit(node)
+        return ast.List(node.elts, node.ctx)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in RANDOM:
+            node.func = ast.Name("random", ast.Load())
         node.keywords = [k for k in node.keywords if k.arg not in ("device", "pin_memory")]
         f = node.func
         if isinstance(f, ast.Attribute) and (f.attr == "cuda" or (
@@ -641,12 +663,25 @@ class _DeviceFree(ast.NodeTransformer):
         return node
 
 
-def _input_key(fn: ast.FunctionDef) -> str:
-    """``get_inputs`` as its values: identical up to device placement and docstrings."""
+def _input_key(fn: ast.FunctionDef, consts: dict | None = None) -> str:
+    """``get_inputs`` as its values: identical up to device placement, the random generator,
+    docstrings and spelling a reference constant as its value."""
     import copy
 
-    return ast.dump(_DeviceFree().visit(copy.deepcopy(fn)), annotate_fields=False,
+    return ast.dump(_DeviceFree(consts).visit(copy.deepcopy(fn)), annotate_fields=False,
                     include_attributes=False)
+
+
+def _literals(tree: ast.Module) -> dict:
+    """Module-level ``NAME = <literal>`` bindings."""
+    out = {}
+    for n in tree.body:
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            try:
+                out[n.targets[0].id] = ast.literal_eval(n.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                pass
+    return out
 
 
 def _global_sizes(rep: PyReport, ref_consts: dict) -> list[Finding]:
