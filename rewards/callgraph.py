@@ -104,6 +104,8 @@ class Graph:
             for m in cls.body:
                 if isinstance(m, ast.FunctionDef):
                     self._collect_attrs(cname, m)
+        for _ in range(2):
+            self._bind_ctor_args()
 
     # ---- types: "cls:K", "nn:X", "fn:f", "meth:K.m", "ext", "extfn:f", "apply:K" ---------------
     def types(self, e: ast.AST, env: dict[str, set[str]], depth: int = 0) -> set[str]:
@@ -276,6 +278,43 @@ class Graph:
                     ty.add("ext")
                 if ty:
                     self.attr_types.setdefault((cname, attr), set()).update(ty)
+
+    def _bind_ctor_args(self) -> None:
+        """``Block(..., fused_op=ext.f)`` then ``self.op = fused_op`` in ``Block.__init__``:
+        the attribute gets the argument's type. Positional arguments bind when the callee is a
+        known class; keyword arguments also bind to any class whose ``__init__`` takes that
+        name (the callee is often a parameter: ``block(...)`` in ``_make_layer``)."""
+        inits = {c: found[1] for c in self.classes if (found := self.method(c, "__init__"))}
+        owners = [(c, m) for c, k in self.classes.items() for m in k.body
+                  if isinstance(m, ast.FunctionDef)]
+        owners += [(None, f) for f in self.funcs.values()]
+        for cname, fn in owners:
+            env = self._local_env(fn, cname)
+            for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
+                kw = {k.arg: self.types(k.value, env) for k in call.keywords if k.arg}
+                kw = {k: v for k, v in kw.items() if v}
+                pos = [self.types(a, env) for a in call.args]
+                if not kw and not any(pos):
+                    continue
+                ty = self.types(call.func, env)
+                if isinstance(call.func, ast.Name) and call.func.id in self.classes:
+                    ty = ty | {"cls:" + call.func.id}
+                known = [x[4:] for x in ty if x.startswith("cls:") and x[4:] in inits]
+                for k, init in inits.items():
+                    params = [a.arg for a in init.args.args[1:]]
+                    bound = {p: v for p, v in kw.items() if p in params}
+                    if k in known:
+                        bound.update({p: v for p, v in zip(params, pos, strict=False) if v})
+                    for p_name, v in bound.items():
+                        self._bind(k, init, p_name, v)
+
+    def _bind(self, cname: str, init: ast.FunctionDef, param: str, ty: set[str]) -> None:
+        for n in ast.walk(init):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id == param:
+                for t in n.targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and \
+                            t.value.id == "self":
+                        self.attr_types.setdefault((cname, t.attr), set()).update(ty)
 
     def bases(self, cname: str) -> list[str]:
         out, todo = [], [cname]
