@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import csv
+import hashlib
 import importlib.util
 import json
 import sys
@@ -111,6 +112,30 @@ def read_labels(files: list[Path]) -> list[Label]:
                     raise ValueError(f"{f.name} line {n}: {lab.path} is already labelled in {seen[lab.key]}")
                 seen[lab.key] = f"{f.name} line {n}"
                 out.append(lab)
+    return out
+
+
+def dedupe(labels: list[Label], data: Path) -> tuple[list[Label], list[tuple[Label, Label]]]:
+    """A program labelled twice under two paths (a run linking to another run's file) counts once:
+    (kept labels, [(dropped, kept twin)])."""
+    seen: dict[str, Label] = {}
+    kept, dups = [], []
+    for lab in labels:
+        p = local_path(data, lab.repo, lab.path)
+        h = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else lab.key
+        if h in seen:
+            dups.append((lab, seen[h]))
+            continue
+        seen[h] = lab
+        kept.append(lab)
+    return kept, dups
+
+
+def duplicate_lines(dups: list[tuple[Label, Label]]) -> list[str]:
+    out = [f"{len(dups)} programs labelled twice (identical files) counted once:"] if dups else []
+    for lab, twin in dups:
+        clash = "" if lab.label == twin.label else f"  LABELS DIFFER: {lab.label} vs {twin.label}"
+        out.append(f"  {lab.repo}:{lab.path} == {twin.path}{clash}")
     return out
 
 
@@ -462,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="also write the scored rows (static/replay) here")
     a = ap.parse_args(argv)
     harness_over, reward_cfg = parse_overrides(a.overrides)
-    labels = read_labels(a.labels or sorted(BENCH.glob("labels_*.csv")))
+    labels, dups = dedupe(read_labels(a.labels or sorted(BENCH.glob("labels_*.csv"))), a.data)
     checker = load_kb_checker(a.data)
     if a.static_only:
         rows, name = run_static(labels, a.data, reward_cfg), "static-only"
@@ -475,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.json:
         a.json.write_text("\n".join(json.dumps({k: v for k, v in r.items() if k != "result"},
                                                default=str) for r in rows) + "\n")
-    print(report(rows, name))
+    print("\n".join([report(rows, name), "", *duplicate_lines(dups)]).rstrip())
     return 0
 
 

@@ -374,3 +374,19 @@ def test_parse_kernel_name_handles_both_runners():
     assert fetch_mod.parse_kernel_name("level_3_problem_12_sample_1_kernel.py") == (3, 12, 1)
     assert fetch_mod.parse_kernel_name("problem_7_kernel.py") == (3, 7, 0)
     assert fetch_mod.parse_kernel_name("eval_results.json") is None
+
+
+def test_dedupe_counts_a_program_labelled_under_two_paths_once(tmp_path):
+    data = tmp_path / "data"
+    _lay_out_corpus(data, repo_has_refs=False)
+    twin = data / "o__r" / "gen" / "problem_1.py"
+    twin.parent.mkdir(parents=True)
+    twin.write_text(KERNEL_PROGRAM)   # the same file a run links to
+    f = tmp_path / "labels_d.csv"
+    f.write_text(HEADER + _row("gen/problem_1.py", "legit-degenerate")
+                 + _row("runs/r1/level_3_problem_1_sample_0_kernel.py", "legit")
+                 + _row("runs/r1/level_3_problem_2_sample_0_kernel.py", "no-custom", problem=2))
+    kept, dups = bench.dedupe(bench.read_labels([f]), data)
+    assert [lab.path for lab in kept] == ["gen/problem_1.py", "runs/r1/level_3_problem_2_sample_0_kernel.py"]
+    assert len(dups) == 1 and dups[0][1].path == "gen/problem_1.py"
+    assert "LABELS DIFFER: legit vs legit-degenerate" in "\n".join(bench.duplicate_lines(dups))
