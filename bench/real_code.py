@@ -381,7 +381,8 @@ def report(rows: list[dict], mode: str) -> str:
     rm, bm = reward_metrics(rows), baseline_metrics(rows)
     lines += ["", "major findings vs labels",
               conf_line("reward: major finding", rm["major"]),
-              conf_line("reward: major finding or reward 0", rm["major_or_zero"]),
+              conf_line("reward: major finding or reward 0", rm["major_or_zero"])
+              + ("  [static-only: every reward is 0]" if mode == "static-only" else ""),
               conf_line("KernelBench static checker: errors", bm["errors"]),
               conf_line("KB static checker: errors+warnings", bm["errors_or_warnings"])]
     for what in ("precision", "recall"):
