@@ -100,11 +100,11 @@ class Graph:
                         self.apply_alias[key] = n.value.value.id
         self.attr_types: dict[tuple[str, str], set[str]] = {}
         self._busy: set[tuple[int, str | None]] = set()
-        for cname, cls in self.classes.items():
-            for m in cls.body:
-                if isinstance(m, ast.FunctionDef):
-                    self._collect_attrs(cname, m)
-        for _ in range(2):
+        for _ in range(2):  # a second pass sees attributes that depend on other attributes
+            for cname, cls in self.classes.items():
+                for m in cls.body:
+                    if isinstance(m, ast.FunctionDef):
+                        self._collect_attrs(cname, m)
             self._bind_ctor_args()
 
     # ---- types: "cls:K", "nn:X", "fn:f", "meth:K.m", "ext", "extfn:f", "apply:K" ---------------
