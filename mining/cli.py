@@ -24,8 +24,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "train": ("train_cmd", "GRPO + LoRA on the skill prompts; writes a checkpoint", ""),
     "cycle": ("cycle_cmd", "rounds of run, split, score, train (coder r+1 = checkpoint r)", ""),
     "tasks": ("tasks_cmd", "list the tasks of a suite or directory", ""),
-    "eval": ("eval_cmd", "evaluate one candidate against one task; prints one JSON object",
-             "<task id or file> <candidate.py>"),
+    "eval": ("eval_cmd", "evaluate one candidate against one task; prints one JSON object; or score"
+             " a KernelBench run dir / <task>/<file>.py tree / JSONL into the store (resumable)",
+             "<task id or file> <candidate.py> | <run dir | tree | file.jsonl> [--force]"),
 }
 
 
@@ -35,7 +36,9 @@ def usage() -> str:
         lines.append(f"  {name:<8} {args + '  ' if args else ''}{text}")
     lines += ["", "sweeps: python -m mining <command> -m key=a,b ...  (Hydra multirun, e.g. shard=0,1)",
               "", "examples:", "  python -m mining tasks +task=level3",
-              "  python -m mining tasks task=kernelbench task.root=~/KernelBench task.level=3"]
+              "  python -m mining tasks task=kernelbench task.root=~/KernelBench task.level=3",
+              "  python -m mining eval ~/KernelBench/runs/my_run task=kernelbench task.root=~/KernelBench",
+              "  python -m mining query disagreements"]
     return "\n".join(lines)
 
 

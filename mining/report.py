@@ -151,7 +151,8 @@ def build(root: str | Path, out: str | Path | None = None, bins: int = 30) -> Pa
     out = Path(out) if out else store.root / "report"
     out.mkdir(parents=True, exist_ok=True)
     counts = {t: _rows(store, f"SELECT count(*) AS n FROM {t}")[0]["n"]
-              for t in ("runs", "trajectories", "turns", "samples", "scores", "checkpoints")}
+              for t in ("runs", "trajectories", "turns", "samples", "scores", "checkpoints",
+                        "imports")}
     best_png, best_rows = best_speedups(store, out)
     sections = [
         ("Reward distribution per skill and round", reward_histograms(store, out, bins), ""),
@@ -162,6 +163,9 @@ def build(root: str | Path, out: str | Path | None = None, bins: int = 30) -> Pa
          _table(_rows(store, "hack_rate"), ["category", "n_samples", "rate", "n_major"])),
         ("Training curves", training_curves(store.root, out), ""),
     ]
+    from mining.report_imports import sections as import_sections
+
+    imported = import_sections(store, out, bins)  # programs scored by `eval <run dir>`, if any
     parts = [f"<h1>kernelmine report</h1><p>dataset root <code>{html.escape(str(store.root))}"
              f"</code>, generated {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC</p>",
              _table([counts], list(counts))]
@@ -169,6 +173,12 @@ def build(root: str | Path, out: str | Path | None = None, bins: int = 30) -> Pa
         parts.append(f"<h2>{html.escape(title)}</h2>")
         parts.append(f'<img src="{png.name}" alt="{html.escape(title)}">' if png
                      else '<p class="empty">no data yet</p>')
+        parts.append(extra)
+    for title, png, extra in imported:  # tables without a plot are not "no data"
+        parts.append(f"<h2>{html.escape(title)}</h2>")
+        if png or not extra:
+            parts.append(f'<img src="{png.name}" alt="{html.escape(title)}">' if png
+                         else '<p class="empty">no data yet</p>')
         parts.append(extra)
     page = out / "index.html"
     page.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>kernelmine report"

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2  # 2: samples gained subtask_index, prev_code_hash, negative, contamination, template_version
+SCHEMA_VERSION = 3  # 2: samples gained subtask_index, prev_code_hash, negative, contamination, template_version
+                    # 3: the imports table (programs scored by `eval <run dir | tree | .jsonl>`)
 
 # Provenance carried by every row (DESIGN.md: a figure without provenance is not reproducible).
 PROVENANCE = [
@@ -146,6 +147,35 @@ CHECKPOINTS = pa.schema([
     *PROVENANCE,
 ])
 
+# One row per program found by ``python -m mining eval <run dir | tree | file.jsonl>``: where it
+# came from and the verdict the source recorded (KernelBench's eval_results.json), beside this
+# toolkit's own verdict in ``scores`` (join on sample_id). A program that could not be evaluated
+# (unreadable, no ModelNew, unknown task) has ``error`` set and no samples/scores row.
+IMPORTS = pa.schema([
+    pa.field("sample_id", pa.string()),
+    pa.field("task_id", pa.string()),            # null when the task could not be resolved
+    pa.field("source_kind", pa.string()),        # kernelbench_run | tree | jsonl
+    pa.field("source_path", pa.string()),        # the program's file (absolute)
+    pa.field("source_key", pa.string()),         # its key within the source: file name, or jsonl:<line>
+    pa.field("source_run", pa.string()),         # KernelBench run name / tree or JSONL name
+    pa.field("producer", pa.string()),           # producing model when the source says it
+    pa.field("level", pa.int32()),
+    pa.field("problem_id", pa.int32()),
+    pa.field("sample_index", pa.int32()),        # KernelBench sample_id
+    pa.field("task_ref", pa.string()),           # the task as the source named it
+    pa.field("code_hash", pa.string()),
+    pa.field("error", pa.string()),              # one sentence: why it was not evaluated
+    pa.field("kb_compiled", pa.bool_()),         # KernelBench's recorded verdict (null: none recorded)
+    pa.field("kb_correct", pa.bool_()),
+    pa.field("kb_runtime_ms", pa.float64()),     # KernelBench `runtime` (CUDA-event ms; -1 -> null)
+    pa.field("kb_ref_runtime_ms", pa.float64()),
+    pa.field("kb_speedup", pa.float64()),        # recorded, or ref_runtime / runtime when both are
+    pa.field("kb_hardware", pa.string()),
+    pa.field("kb_metadata_json", pa.string()),   # KernelBench's metadata (errors, max_difference, ...)
+    pa.field("imported_at", _ts),
+    *PROVENANCE,
+])
+
 TABLES: dict[str, pa.Schema] = {
     "runs": RUNS,
     "trajectories": TRAJECTORIES,
@@ -153,6 +183,7 @@ TABLES: dict[str, pa.Schema] = {
     "samples": SAMPLES,
     "scores": SCORES,
     "checkpoints": CHECKPOINTS,
+    "imports": IMPORTS,
 }
 
 # The column that identifies a row; readers keep one row per key (compaction may leave both).
@@ -163,4 +194,5 @@ PRIMARY_KEY = {
     "samples": "sample_id",
     "scores": "score_id",
     "checkpoints": "checkpoint_id",
+    "imports": "sample_id",
 }

@@ -2,7 +2,7 @@
 
 Layout (documented in README.md)::
 
-    <root>/<table>/run_id=<run id>/part-<uuid>.parquet     # trajectories, turns, samples, scores
+    <root>/<table>/run_id=<run id>/part-<uuid>.parquet     # trajectories, turns, samples, scores, imports
     <root>/<table>/part-<uuid>.parquet                     # runs, checkpoints
 
 A part is written to a hidden temporary file in the same folder, fsynced, then renamed into
@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from mining.schemas import PRIMARY_KEY, SCHEMA_VERSION, TABLES
 
-PARTITIONED = {"trajectories", "turns", "samples", "scores"}
+PARTITIONED = {"trajectories", "turns", "samples", "scores", "imports"}
 COMPACTING = ".compacting"  # marker left in a partition folder while compact runs
 
 
@@ -122,6 +122,37 @@ class Store:
             _fsync_dir(folder)
             written.append(final)
         return written
+
+    def delete(self, table: str, keys: Iterable[str]) -> int:
+        """Remove the rows whose primary key is in ``keys`` (``eval --force`` retires old scores).
+
+        Each part holding such a row is rewritten without it, as ``compact`` does: the new part
+        is written atomically first, the old part removed after, under the same marker, so a
+        crash in between leaves rows twice (readers dedupe) but never loses a row it should keep.
+        """
+        want = pa.array(sorted(set(keys)), pa.string())
+        if len(want) == 0:
+            return 0
+        key, removed = PRIMARY_KEY[table], 0
+        for part in self.parts(table):
+            data = pq.read_table(part)
+            hit = pa.compute.is_in(data.column(key).cast(pa.string()), value_set=want)
+            n = pa.compute.sum(hit).as_py() or 0
+            if not n:
+                continue
+            marker = part.parent / COMPACTING
+            ours = not marker.exists()  # an interrupted compact's marker stays for compact
+            marker.touch()
+            _fsync_dir(part.parent)
+            kept = data.filter(pa.compute.invert(hit))
+            if kept.num_rows:
+                atomic_write_parquet(kept, part.parent / f"part-{uuid.uuid4().hex}.parquet")
+            part.unlink()
+            if ours:
+                marker.unlink()
+            _fsync_dir(part.parent)
+            removed += n
+        return removed
 
     def needs_dedupe(self, table: str) -> bool:
         """True when a compaction of the table was interrupted (its marker file is left)."""

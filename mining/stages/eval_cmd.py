@@ -1,5 +1,8 @@
 """``python -m mining eval <task id or file> <candidate.py> [overrides]``: one JSON object on stdout.
 
+``python -m mining eval <run dir | tree | file.jsonl> [--force]`` scores many existing programs
+into the store instead (KernelBench's ``eval_from_generations`` for this toolkit): eval_many.py.
+
 Exit 0 whenever an evaluation ran (whatever the candidate's fate); 2 for usage errors.
 """
 
@@ -34,9 +37,21 @@ def _task(spec: str, cfg):
     return hits[0]
 
 
+def _is_source(args: list[str]) -> bool:
+    """One path (a directory, or a .jsonl file), or ``--force``: the many-program form."""
+    paths = [a for a in args if a != "--force"]
+    return "--force" in args or (len(paths) == 1 and (
+        Path(paths[0]).expanduser().is_dir() or paths[0].endswith((".jsonl", ".ndjson"))))
+
+
 def main(cfg, args: list[str]) -> int:
+    if _is_source(args):
+        from mining.stages import eval_many
+
+        return eval_many.main(cfg, args)
     if len(args) != 2:
-        raise UserError("eval takes two arguments: <task id or file> <candidate.py>")
+        raise UserError("eval takes <task id or file> <candidate.py>, or one run directory, "
+                        "<task>/<file>.py tree or JSONL file of programs")
     task = _task(args[0], cfg)
     cand = Path(args[1])
     if not cand.is_file():

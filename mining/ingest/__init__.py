@@ -1,0 +1,1 @@
+"""Import existing generations (KernelBench runs, ``<task>/<file>.py`` trees, JSONL) for scoring."""
