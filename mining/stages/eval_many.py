@@ -20,6 +20,7 @@ import concurrent.futures as cf
 import datetime as dt
 import hashlib
 import json
+import signal
 import sys
 import time
 from collections import Counter
@@ -119,6 +120,7 @@ def evaluate_all(cfg, store: Store, todo: list[dict], version: str) -> list[dict
         written.extend(buf)
         buf.clear()
 
+    signal.signal(signal.SIGTERM, _interrupt)  # `timeout`, a scheduler: flush, then stop
     with open_executor(cfg, hcfg) as ev, _progress(len(todo)) as advance:
         futs = {ev.submit(s["_task"], s["code"]): s for s in todo}
         try:
@@ -136,6 +138,10 @@ def evaluate_all(cfg, store: Store, todo: list[dict], version: str) -> list[dict
         finally:  # an interrupt keeps every finished result
             flush()
     return written
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 class _progress:
