@@ -6,6 +6,8 @@
 #   bash scripts/gpu_check_import.sh          # carry bench/real_code/data (scripts/fetch_real_code.py)
 #   RUN=yenhao-huang__KernelBench/runs/qwen36_retime_l3 bash scripts/gpu_check_import.sh
 #   DRY=1 LIMIT=3 bash scripts/gpu_check_import.sh    # on CPU: CUDA programs fail to build, bookkeeping only
+#   RESUME=1 bash scripts/gpu_check_import.sh          # the first call hit TIMEOUT (540 s): finish it
+# A SIGTERM (timeout) writes every finished result first; the next call scores only the rest.
 # Writes $OUT/import.txt (wall time, candidates per minute, statuses, disagreement counts; the
 # summary JSON), $OUT/import.log and $OUT/import_store.tar.gz (the store: query it elsewhere with
 # `python -m mining query disagreements store.root=<untarred>/data`; duckdb is absent here).
@@ -23,7 +25,7 @@ if [ ! -f "$DATA/$RUN/eval_results.json" ] || [ ! -d "$REPO_DIR/KernelBench/leve
   exit 2
 fi
 require_cli
-rm -rf "$STORE"
+[ "${RESUME:-0}" = 1 ] || rm -rf "$STORE"   # RESUME=1: continue a call cut by TIMEOUT (warm machine)
 ARGS=(task=kernelbench task.root="$REPO_DIR" task.level=3 store.root="$STORE"
       "${HARNESS[@]}" harness.profiling.kernel.enabled=false
       harness.profiling.nsys.enabled=false ${LIMIT:+store.ingest.limit=$LIMIT})
@@ -33,19 +35,24 @@ t1=$(date +%s.%N)
 # a second call must evaluate nothing (resume)
 $PY -m mining eval "$DATA/$RUN" "${ARGS[@]}" > "$WORK/import_again.log" 2>&1; rc2=$?
 tail -n 25 "$OUT/import.log"
-$PY - "$STORE" "$t0" "$t1" "$rc" "$rc2" "$WORK/import_again.log" "$OUT/import.log" > "$OUT/import.txt" <<'PYEOF'
+$PY - "$STORE" "$t0" "$t1" "$rc" "$rc2" "$WORK/import_again.log" "$OUT/import.log" "${LIMIT:-}" \
+  > "$OUT/import.txt" <<'PYEOF'
 import collections, json, sys
 from mining.ingest.verdicts import KINDS, disagreements
 from mining.store import Store
-root, t0, t1, rc, rc2, again, log = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), *sys.argv[4:]
+root, t0, t1, rc, rc2, again, log, limit = (sys.argv[1], float(sys.argv[2]), float(sys.argv[3]),
+                                            *sys.argv[4:])
 s = Store(root)
 imp = s.read("imports").to_pylist()
 sc = {r["sample_id"]: r for r in s.read("scores").to_pylist()}
 wall = t1 - t0
 scored = [sc[r["sample_id"]] for r in imp if r["sample_id"] in sc]
-print(f"eval rc={rc}: {len(imp)} programs, {len(scored)} scored, "
-      f"{sum(r['error'] is not None for r in imp)} not evaluated, in {wall:.1f} s wall "
-      f"({60 * len(scored) / wall:.1f} candidates/min, build + reference baselines included)")
+summ = [ln for ln in open(log).read().splitlines() if ln.startswith("summary: ")]
+first = json.loads(summ[-1].split(": ", 1)[1]) if summ else {}
+n = first.get("evaluated_now") or 0
+print(f"eval rc={rc}: {len(imp)} programs, {n} evaluated in {wall:.1f} s wall "
+      f"({60 * n / wall:.1f} candidates/min, builds + reference baselines included), "
+      f"{sum(r['error'] is not None for r in imp)} not evaluated; {len(scored)} scored after both calls")
 print("statuses here:", dict(collections.Counter(x["status"] for x in scored)),
       "| correct here:", sum(bool(x["correct"]) for x in scored),
       "| correct per KernelBench:", sum(r["kb_correct"] is True for r in imp),
@@ -66,9 +73,12 @@ errs = collections.Counter((r["error"] or "")[:60] for r in imp if r["error"])
 print("not evaluated:", dict(errs) or "-")
 lines = [ln for ln in open(again).read().splitlines() if "to score" in ln]
 print(f"second call rc={rc2}: {lines[-1] if lines else '(no line)'}")
-summ = [ln for ln in open(log).read().splitlines() if ln.startswith("summary: ")]
 print(summ[-1] if summ else "summary: (none: the first call did not finish)")
-ok = rc == "0" and rc2 == "0" and lines and " 0 to score" in lines[-1] and len(scored) > 0
+# the resume: the second call finds every program the first scored (and, without LIMIT, nothing left)
+resumed = bool(lines) and f" {first.get('scored')} already scored" in lines[-1] and (
+    bool(limit) or " 0 to score" in lines[-1])
+print(f"resume: {'ok' if resumed else 'FAILED'}")
+ok = rc == "0" and rc2 == "0" and resumed and len(scored) > 0
 sys.exit(0 if ok else 1)
 PYEOF
 crc=$?
