@@ -74,5 +74,7 @@ def open_executor(cfg, harness_cfg) -> Iterator[Any]:
         raise UserError(str(e)) from e
     try:
         yield ex
-    finally:
-        ex.__exit__(None, None, None)
+    except BaseException as e:  # an interrupt: the executor kills its workers instead of waiting
+        ex.__exit__(type(e), e, e.__traceback__)
+        raise
+    ex.__exit__(None, None, None)

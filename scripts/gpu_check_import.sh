@@ -30,7 +30,7 @@ ARGS=(task=kernelbench task.root="$REPO_DIR" task.level=3 store.root="$STORE"
       "${HARNESS[@]}" harness.profiling.kernel.enabled=false
       harness.profiling.nsys.enabled=false ${LIMIT:+store.ingest.limit=$LIMIT})
 t0=$(date +%s.%N)
-timeout "${TIMEOUT:-540}" $PY -m mining eval "$DATA/$RUN" "${ARGS[@]}" > "$OUT/import.log" 2>&1; rc=$?
+timeout -k 20 "${TIMEOUT:-540}" $PY -m mining eval "$DATA/$RUN" "${ARGS[@]}" > "$OUT/import.log" 2>&1; rc=$?
 t1=$(date +%s.%N)
 # a second call must evaluate nothing (resume)
 $PY -m mining eval "$DATA/$RUN" "${ARGS[@]}" > "$WORK/import_again.log" 2>&1; rc2=$?
