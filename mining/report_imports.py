@@ -13,12 +13,13 @@ from pathlib import Path
 from mining.ingest.verdicts import KINDS
 from mining.store import Store
 
-# imports joined with their scores; a program scored under several versions counts once per version
+# imports joined with their newest score: a program scored under several versions counts once
 _JOINED = """
   SELECT i.source_run, coalesce(i.producer, '(unknown)') AS producer,
          coalesce(i.task_id, '(unresolved)') AS task_id, i.error, i.kb_correct, i.kb_speedup,
          s.status, s.correct, s.speedup, s.hack_categories, s.major_hack, s.scorer_version
   FROM imports i LEFT JOIN scores s USING (sample_id)
+  QUALIFY row_number() OVER (PARTITION BY i.sample_id ORDER BY s.scored_at DESC NULLS LAST) = 1
 """
 
 
