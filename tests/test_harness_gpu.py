@@ -165,3 +165,18 @@ def test_gpu_unverifiable_floor_and_dropout(semantics):
         assert ("physical_floor_us" in ev) != ("floor_skipped" in ev)
         if "physical_floor_us" in ev and r.ref_runtime_us:
             assert ev["physical_floor_us"] <= r.ref_runtime_us
+
+
+def test_gpu_build_in_init_happens_in_the_build_pool(tmp_path):
+    """load_inline in __init__ (after .cuda(), behind is_available): built by the build worker,
+    which has no GPU; the candidate and profiler workers load it from the cache."""
+    task = load_file(CANDS / "tiny_task.py")
+    cfg = {"device": "cuda", "cache_dir": str(tmp_path), "compile_baseline": False}
+    with Evaluator(cfg) as ev:
+        r = ev.submit(task, (CANDS / "cuda_init_build.py").read_text()).result()
+    print(r.status, r.error, {k: r.evidence.get(k) for k in ("construct", "construct_error", "build_compiles",
+                                                                "slot_builds", "phases_s", "profiling_error")})
+    assert r.status == "ok" and r.correct, (r.error, r.log_tail)
+    assert r.evidence["build_compiles"] == 1 and r.evidence["slot_builds"] == 0
+    assert r.evidence["construct"] == "ok" and "profiling_error" not in r.evidence
+    assert "gelu_init_kernel" in r.evidence["declared_kernels"]

@@ -19,6 +19,7 @@ a candidate; the record says which rewrite ran (``fast_build``).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import hashlib
@@ -33,6 +34,7 @@ import torch
 import torch.utils.cpp_extension as ce
 
 _ORIG = ce.load_inline
+_ORIG_LOAD = ce.load
 _EXT_H = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<torch/extension\.h>[ \t]*$", re.M)
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)  # strings stay: an #include "torch/..." must count
 # anything that needs the torch headers in a CUDA translation unit
@@ -41,8 +43,17 @@ _USES_TORCH = re.compile(r"\b(?:torch|at|c10|pybind11|TORCH_\w+|AT_\w+|C10_\w+|P
 _HAS_NO_IMPLICIT = "no_implicit_headers" in inspect.signature(_ORIG).parameters
 MARKER = ".km_done"
 
-# filled by the worker: what each load_inline call did (build_s, cache_hit, sources)
+FAILED = ".km_failed"  # a build of this key failed; holds the compiler's message
+# filled by the worker: what each load_inline/load call did (build_s, cache_hit, compiled: the
+# compiler ran in this process, failed, rewrite: a fast-build rewrite's own attempt)
 RECORDS: list[dict] = []
+_FAILED_HERE: dict[str, str] = {}  # keys that failed in this process: never compiled twice here
+_STATE = {"serve_failures": False}
+GUARD = [contextlib.nullcontext]  # set by construct.py while it constructs the model
+
+
+class BuildFailed(RuntimeError):
+    """A build this process (or, served from the cache, the build worker) saw fail."""
 
 
 @functools.cache
@@ -107,41 +118,110 @@ def _cached(args: dict, bdir: str):
         return None
 
 
-def _load(args: dict, root: str, fast: str | None = None):
-    key = build_key(args)
+def _load(args: dict, root: str, fast: str | None = None, builder=None, material: dict | None = None):
+    key = build_key(material or args)
     bdir = os.path.join(root, key)
     rec = {"name": args["name"], "key": key, "cuda_sources": _as_list(args.get("cuda_sources")),
-           "cpp_sources": _as_list(args.get("cpp_sources")), "fast_build": fast}
+           "cpp_sources": _as_list(args.get("cpp_sources")), "fast_build": fast, "compiled": False,
+           "failed": False, "rewrite": bool(fast) and not fast.startswith("fallback:")}
     t0 = time.perf_counter()
-    mod = _cached(args, bdir)
-    hit = mod is not None
-    if not hit:
-        os.makedirs(bdir, exist_ok=True)
-        # One build of a key at a time across workers; the kernel drops the flock if its holder is
-        # killed, unlike torch's own ``lock`` file, which a killed build leaves behind and which
-        # then stalls every later build of that key until the build timeout.
-        with open(os.path.join(bdir, ".km_build_lock"), "w") as lk:
-            fcntl.flock(lk, fcntl.LOCK_EX)
-            mod = _cached(args, bdir)  # built by another worker while we waited
-            hit = mod is not None
-            if not hit:
-                for leftover in (MARKER, "lock"):  # a damaged build's marker; a killed build's lock
-                    if os.path.exists(os.path.join(bdir, leftover)):  # (we hold the key: nobody builds)
-                        os.remove(os.path.join(bdir, leftover))
-                # copies: load_inline inserts its headers into the lists it is given, which would
-                # change this call's key for any later use of the same arguments
-                mod = _ORIG(**{**args, "build_directory": bdir, "cpp_sources": _as_list(args.get("cpp_sources")),
-                               "cuda_sources": _as_list(args.get("cuda_sources")) or None})
-                open(os.path.join(bdir, MARKER), "w").close()
+    guard = GUARD[0]()  # the construct step's budgets are off in here (its time, its memory cap)
+    guard.__enter__()
+    try:
+        mod = _cached(args, bdir)
+        hit = mod is not None
+        if not hit:
+            _raise_recorded(key, bdir, args["name"], rec["rewrite"])
+            os.makedirs(bdir, exist_ok=True)
+            # One build of a key at a time across workers; the kernel drops the flock if its holder is
+            # killed, unlike torch's own ``lock`` file, which a killed build leaves behind and which
+            # then stalls every later build of that key until the build timeout.
+            with open(os.path.join(bdir, ".km_build_lock"), "w") as lk:
+                fcntl.flock(lk, fcntl.LOCK_EX)
+                mod = _cached(args, bdir)  # built by another worker while we waited
+                hit = mod is not None
+                if not hit:
+                    _raise_recorded(key, bdir, args["name"], rec["rewrite"])
+                    mod = _compile(args, bdir, key, rec, builder or _ORIG)
+    except BaseException as e:
+        rec.update(failed=True, error=str(e)[-2000:], cache_hit=False, build_s=time.perf_counter() - t0)
+        RECORDS.append(rec)
+        e.km_build_failure = True  # the construct step tells a build failure from other errors by this
+        raise
+    finally:
+        guard.__exit__(None, None, None)
     rec.update(cache_hit=hit, build_s=time.perf_counter() - t0)
     RECORDS.append(rec)
     return mod
 
 
-def install(cache_root: str, fast_build: bool) -> None:
-    """Replace load_inline (both module attribute and any `from ... import`) in this process."""
+def _raise_recorded(key: str, bdir: str, name: str, rewrite: bool) -> None:
+    """A key that failed here, or (candidate and profiler workers; for a fast-build rewrite, every
+    worker) in an earlier build, fails again without running the compiler: a failing source is
+    compiled once, in the build pool. The build worker retries a candidate's own failed source
+    (a compiler killed by memory pressure must not fail it forever)."""
+    msg = _FAILED_HERE.get(key)
+    if msg is None and (_STATE["serve_failures"] or rewrite) and os.path.exists(os.path.join(bdir, FAILED)):
+        with open(os.path.join(bdir, FAILED)) as f:
+            msg = f.read()
+    if msg is not None:
+        raise BuildFailed(f"Error building extension '{name}' (the build failed before): {msg[-1500:]}")
+
+
+def _compile(args: dict, bdir: str, key: str, rec: dict, builder):
+    for leftover in (MARKER, "lock", FAILED):  # a damaged build's marker; a killed build's lock
+        if os.path.exists(os.path.join(bdir, leftover)):  # (we hold the key: nobody builds)
+            os.remove(os.path.join(bdir, leftover))
+    rec["compiled"] = True
+    try:
+        # copies: load_inline inserts its headers into the lists it is given, which would
+        # change this call's key for any later use of the same arguments
+        call = {**args, "build_directory": bdir}
+        if builder is _ORIG:
+            call.update(cpp_sources=_as_list(args.get("cpp_sources")),
+                        cuda_sources=_as_list(args.get("cuda_sources")) or None)
+        mod = builder(**call)
+    except Exception as e:
+        _FAILED_HERE[key] = str(e)[-3000:]
+        with open(os.path.join(bdir, FAILED), "w") as f:
+            f.write(_FAILED_HERE[key])
+        raise
+    open(os.path.join(bdir, MARKER), "w").close()
+    return mod
+
+
+def compiles() -> int:
+    """Compiler runs in this process so far (builds, failed or not, that no cache served)."""
+    return sum(1 for r in RECORDS if r["compiled"])
+
+
+def _file_material(args: dict) -> dict:
+    """``load``'s key material: the sources' and their directories' headers' contents, not paths."""
+    def read(p):
+        with open(p, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    srcs = [os.path.abspath(p) for p in _as_list(args.get("sources"))]
+    dirs = sorted({os.path.dirname(p) for p in srcs} | {os.path.abspath(d) for d in _as_list(args.get("extra_include_paths"))})
+    heads = {os.path.join(d, n): read(os.path.join(d, n)) for d in dirs if os.path.isdir(d)
+             for n in sorted(os.listdir(d)) if n.endswith((".h", ".cuh", ".hpp", ".inl"))}
+    return {**{k: v for k, v in args.items() if k != "sources"}, "sources": [read(p) for p in srcs],
+            "headers": sorted(heads.values())}
+
+
+def install(cache_root: str, fast_build: bool, serve_failures: bool = False) -> None:
+    """Replace load_inline and load (the module attributes, which any later `from ... import`
+    picks up) in this process. ``serve_failures``: a key the build worker failed to build fails
+    here from its record, without the compiler (candidate and profiler workers)."""
+    _STATE["serve_failures"] = serve_failures
     sig = inspect.signature(_ORIG)
     root = os.path.join(cache_root, "ext")
+    lsig = inspect.signature(_ORIG_LOAD)
+
+    def load(*a, **kw):
+        bound = lsig.bind(*a, **kw)
+        bound.apply_defaults()
+        args = dict(bound.arguments)
+        return _load(args, root, None, _ORIG_LOAD, _file_material(args))
 
     def load_inline(*a, **kw):
         bound = sig.bind(*a, **kw)
@@ -157,5 +237,5 @@ def install(cache_root: str, fast_build: bool) -> None:
                     fast = f"fallback:{fast}"
         return _load(args, root, fast)
 
-    load_inline.__wrapped__ = _ORIG
-    ce.load_inline = load_inline
+    load_inline.__wrapped__, load.__wrapped__ = _ORIG, _ORIG_LOAD
+    ce.load_inline, ce.load = load_inline, load

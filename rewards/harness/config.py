@@ -52,6 +52,8 @@ class HarnessConfig:
     staged_tasks: int = 4  # tasks whose inputs stay serialized in a sealed memfd (Linux)
     build_nice: int = 10  # builds yield the CPU to the GPU slot's work (IPC, judging)
     fast_build: bool = True
+    # construct ModelNew in the build worker so builds in __init__ happen there (construct.py)
+    build_construct: dict = _d(enabled=True, timeout_s=60, memory_gb=16, cuda_on_cpu=True)
     ceilings: dict = _d(bandwidth_Bps=4.8e12,  # H200 datasheet peaks (a floor must be a floor)
                         peak_flops={"float32": 6.7e13, "float16": 9.9e14, "bfloat16": 9.9e14},
                         peak_flops_tf32=4.9e14)

@@ -1,9 +1,10 @@
 """Evaluator: build pool, execution workers, reference worker; one EvalResult per candidate.
 
 A candidate moves through three stages, each with its own pool, so that they overlap:
-(1) build: a fresh build worker (pre-spawned, no GPU visible) imports the candidate so that
-its load_inline calls build into the content-hash cache; the pool is sized so that builds x
-ninja jobs ~ CPU cores (oversubscribing only delays every build's finish, and the GPU waits
+(1) build: a fresh build worker (pre-spawned, no GPU visible) imports the candidate and constructs
+its model (construct.py) so that its load_inline calls, also those in ``__init__``, build into the
+content-hash cache (``evidence.slot_builds`` counts any the slot's workers still compile); the
+pool is sized so that builds x ninja jobs ~ CPU cores (oversubscribing only delays every build's finish, and the GPU waits
 on the first). (2) reference: inputs, outputs and baselines of the task come from the one
 reference worker, once per task, started at submit time so it overlaps the builds; it holds
 the GPU only while it runs or times the reference, not while torch.compile compiles.
@@ -88,7 +89,9 @@ def ask(w: Worker, job: dict | protocol.Sealed | None, timeout: float) -> dict:
     if isinstance(res, dict) and res.get("exception"):
         if res.get("fatal"):  # a CUDA fault: the worker exits itself; treat as a crash
             raise WorkerDied(f"CUDA fault ({res['exception']})")
-        raise WorkerRaised(res["exception"])
+        err = WorkerRaised(res["exception"])
+        err.res = res  # what else the worker said (``compiles``: evidence.slot_builds)
+        raise err
     return res
 
 
@@ -541,9 +544,11 @@ class Evaluator:
     def _build(self, src: str, r: EvalResult, ev: dict, fast_build: bool, task: Any = None) -> bool:
         w = self._take_build_worker()
         job = {"op": "build", "source": src, "cache_root": self.cache, "fast_build": fast_build}
-        if task is not None:  # the candidate imports with the reference's names, as it will run
+        if task is not None:  # the candidate imports with the reference's names, as it will run,
+            # and its model is constructed there, so builds in __init__ happen in the pool too
             job.update(task_source=task.source, overrides=self.cfg.overrides_for(task, self.device),
-                       shared_namespace=self.cfg.shared_namespace)
+                       shared_namespace=self.cfg.shared_namespace, seed=self.cfg.seed,
+                       construct=self.cfg.build_construct)
         try:
             ask(w, None, self.cfg.timeouts_s.get("start", 120))
             b = ask(w, job, self.cfg.timeouts_s["build"])
@@ -559,6 +564,12 @@ class Evaluator:
         r.build_s, r.cache_hit = round(b["build_s"], 3), b["cache_hit"]
         if b.get("fast_build"):
             ev["fast_build"] = b["fast_build"]
+        ev["build_compiles"] = b.get("compiles", 0)
+        for k in ("construct", "construct_error", "failed_builds"):
+            if b.get(k):
+                ev[k] = b[k]
+        if "construct_s" in b:
+            ev["phases_s"]["build_construct"] = b["construct_s"]
         if not b["ok"]:
             msg = b.get("message", "")
             line = _first_error_line(msg) or _first_error_line(log) or b["error"]
@@ -598,13 +609,21 @@ class Evaluator:
         w = slot.take()
         ph["take"] = time.perf_counter() - t0  # includes spawning the next spare
         phase, pw = "start", None
+        compiles: dict = {}  # per worker: its compiler runs (cumulative), the builds the pool missed
 
         def timed(name: str, job: dict | None, limit: float, who: Worker | None = None) -> dict:
             t0 = time.perf_counter()
+            res = None
             try:
-                return ask(who or w, job, limit)
+                res = ask(who or w, job, limit)
+                return res
+            except WorkerRaised as e:
+                res = getattr(e, "res", None)
+                raise
             finally:  # parent wall per phase; worker_s below says how much was the worker's own
                 ph[name] = time.perf_counter() - t0
+                if isinstance(res, dict) and "compiles" in res:  # not evidence of the program itself
+                    compiles[id(who or w)] = (res.pop("compiles"), res.pop("compile_s", 0.0))
         try:
             timed("start", None, t.get("start", 120))
             phase = "correctness"
@@ -666,6 +685,9 @@ class Evaluator:
             if pw is not None and r.status != "ok":  # the profiled run failed: its log says why
                 r.log_tail = pw.log_tail()
             r.log_tail = r.log_tail or w.log_tail()
+            ev["slot_builds"] = sum(n for n, _ in compiles.values())  # 0: the build pool built everything
+            if ev["slot_builds"]:
+                ph["slot_build"] = sum(s for _, s in compiles.values())
             t0 = time.perf_counter()
             for x in (w, pw):
                 if x is not None:

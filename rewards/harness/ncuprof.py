@@ -269,7 +269,7 @@ def _run(jobfile: str) -> None:
     if job["kind"] == "candidate":
         import types
 
-        buildcache.install(job["cache_root"], job["fast_build"])
+        buildcache.install(job["cache_root"], job["fast_build"], serve_failures=True)
         mod = types.ModuleType("candidate")
         mod.__file__ = os.path.join(os.getcwd(), "candidate.py")
         if job.get("shared_namespace"):  # as the candidate worker loads it

@@ -1,7 +1,8 @@
 """Worker process entry: ``python -m rewards.harness.worker <role> <fd>``.
 
-Roles: ``build`` (import the candidate so its load_inline calls build into the cache, never
-running the model), ``candidate`` (one candidate: load, trials, timing, profile; then the
+Roles: ``build`` (import the candidate and construct its model on the CPU, so its
+load_inline/load calls, module-level or at construction, build into the cache; never runs the
+model), ``candidate`` (one candidate: load, trials, timing, profile; then the
 process is discarded) and ``reference`` (reference outputs and baselines; never loads
 candidate code, so its timings come from a clean process).
 """
@@ -22,7 +23,7 @@ NET = enter_network_namespace() if os.environ.get("KM_NETNS") == "1" else "netwo
 
 import torch  # noqa: E402  (after unshare: nothing has opened sockets yet)
 
-from rewards.harness import buildcache, kernels, precision, protocol, timing  # noqa: E402
+from rewards.harness import buildcache, construct, kernels, precision, protocol, timing  # noqa: E402
 from rewards.harness.reference import load_module, shared_names  # noqa: E402
 
 precision.apply_from_env()  # before any task code: the oracle's math (conf harness.precision)
@@ -56,23 +57,43 @@ def _exec_candidate(source: str, job: dict | None = None) -> types.ModuleType:
 
 def _build_summary() -> dict:
     recs = buildcache.RECORDS
+    ok = [r for r in recs if not r["failed"]]
     return {"builds": len(recs), "build_s": sum(r["build_s"] for r in recs),
             "fast_build": sorted({r["fast_build"] for r in recs if r.get("fast_build")}),
-            "cache_hit": bool(recs) and all(r["cache_hit"] for r in recs),
-            "cuda_sources": [s for r in recs for s in r["cuda_sources"]]}
+            "cache_hit": bool(ok) and buildcache.compiles() == 0,
+            "compiles": buildcache.compiles(), "compile_s": sum(r["build_s"] for r in recs if r["compiled"]),
+            "failed_builds": sum(1 for r in recs if r["failed"] and not r["rewrite"]),
+            "cuda_sources": [s for r in ok for s in r["cuda_sources"]]}
+
+
+def _failure(e: BaseException, s: dict) -> dict:
+    return {**s, "ok": False, "error": _err(e), "message": str(e)[-6000:],
+            "trace": "".join(traceback.format_exception(e))[-3000:]}
 
 
 def do_build(job: dict) -> dict:
+    """Exec the candidate (module-level builds), then construct its model (builds in __init__,
+    helpers, try: blocks; see construct.py); every build lands in the cache."""
     buildcache.install(job["cache_root"], job["fast_build"])
     try:
         mod = _exec_candidate(job["source"], job)
     except Exception as e:  # noqa: BLE001
-        s = _build_summary()
-        failed_in_build = "load_inline" in "".join(traceback.format_tb(e.__traceback__)) or isinstance(e, SyntaxError)
-        # errors after every load_inline succeeded belong to the runtime (e.g. module-level CUDA use)
-        return {**s, "ok": not failed_in_build, "error": _err(e), "message": str(e)[-6000:],
-                "trace": traceback.format_exc()[-3000:]}
-    return {**_build_summary(), "ok": True, "error": None, "has_model_new": hasattr(mod, "ModelNew")}
+        failed_in_build = (construct.build_failure(e) is not None or isinstance(e, SyntaxError)
+                           or "load_inline" in "".join(traceback.format_tb(e.__traceback__)))
+        if failed_in_build:
+            return _failure(e, _build_summary())
+        # errors after every build succeeded belong to the runtime (e.g. module-level CUDA use)
+        return {**_build_summary(), "ok": True, "error": _err(e), "message": str(e)[-6000:],
+                "trace": traceback.format_exc()[-3000:], "construct": "skipped: the module raised"}
+    out = {"ok": True, "error": None, "has_model_new": hasattr(mod, "ModelNew")}
+    cfg = job.get("construct") or {}
+    if not (cfg.get("enabled") and out["has_model_new"] and job.get("task_source")):
+        return {**_build_summary(), **out, "construct": "skipped: off, no ModelNew or no task"}
+    c = construct.run(mod, job, cfg, lambda: load_module(job["task_source"], job.get("overrides"), name="reference"))
+    failed = c.pop("build_failure", None)
+    if failed is not None:
+        return {**_failure(failed, _build_summary()), **c}
+    return {**_build_summary(), **out, **c}
 
 
 def _devcopy(xs, device):
@@ -125,7 +146,7 @@ class Candidate:
     def __init__(self, job: dict):
         self.device = job["device"]
         self.seed, self.mode = job["seed"], job.get("model_mode", "train")
-        buildcache.install(job["cache_root"], job["fast_build"])
+        buildcache.install(job["cache_root"], job["fast_build"], serve_failures=True)
         self.threads0 = threading.active_count()
         mod = _exec_candidate(job["source"], job)
         if not hasattr(mod, "ModelNew"):
@@ -368,11 +389,18 @@ def main() -> None:
         except Exception as e:  # noqa: BLE001 - the parent classifies; the worker reports
             traceback.print_exc()
             res = {"exception": _err(e), "trace": traceback.format_exc()[-3000:]}
+            if role in ("candidate", "profiler"):
+                res["compiles"] = buildcache.compiles()
             if _CUDA_FAULT.search(str(e)):
                 # the CUDA context is poisoned: report, then die so the slot gets a fresh worker
                 protocol.send(conn, {**res, "fatal": True})
                 os._exit(3)
         res["op_s"] = time.perf_counter() - t0
+        # compiler runs in this process so far: in a candidate or profiler worker, builds the build
+        # pool did not capture (evidence.slot_builds)
+        if role in ("candidate", "profiler"):
+            res["compiles"] = buildcache.compiles()
+            res["compile_s"] = sum(r["build_s"] for r in buildcache.RECORDS if r["compiled"])
         sys.stdout.flush()
         protocol.send(conn, res)
 
