@@ -100,7 +100,7 @@ def test_load_inline_in_init_builds_in_the_pool(first, cxx_log):
     assert seen["build"] >= 1 and seen["candidate"] == 0 and seen["profiler"] == 0, seen
 
 
-@pytest.mark.parametrize("name", ["helper", "try"])
+@pytest.mark.parametrize("name", ["helper", "try", "load"])
 def test_helper_and_try_builds_are_captured(ev, task, first, name):
     r = ev.submit(task, shape(name)).result()
     assert r.status == "ok" and r.correct, (r.error, r.log_tail)
@@ -132,6 +132,14 @@ def test_failing_build_swallowed_by_try_is_not_compiled_again_in_the_slot(ev, ta
     assert after["build"] - before["build"] == 1 and after["candidate"] == 0
 
 
+def test_load_is_keyed_on_file_contents(tmp_path):
+    src = shape("load")
+    first = do_build(tmp_path, src, cwd="a")
+    assert first["ok"] and first["construct"] == "ok" and first["compiles"] == 1, first
+    assert do_build(tmp_path, src, cwd="b")["compiles"] == 0  # same contents, another cwd: the cache
+    assert do_build(tmp_path, src.replace("return 1.0;", "return 1.0 + 0.0;"), cwd="c")["compiles"] == 1
+
+
 def test_an_extension_is_compiled_once(ev, task, first, cxx_log):
     before = roles(cxx_log)
     again = ev.submit(task, (CANDS / "init_build.py").read_text()).result()
@@ -151,13 +159,14 @@ def test_without_construction_the_slot_builds_and_says_so(task, cxx_log, tmp_pat
 
 
 # -- the build worker's construct step on its own (a subprocess per case) -----------------------
-def do_build(tmp_path, src: str, device: str = "cpu", **construct) -> dict:
+def do_build(tmp_path, src: str, device: str = "cpu", cwd: str = "", **construct) -> dict:
     job = {"source": src, "cache_root": str(tmp_path / "cache"), "fast_build": False, "seed": 42,
            "task_source": (CANDS / "tiny_task.py").read_text(), "overrides": {}, "shared_namespace": True,
            "op": "build", "construct": {"enabled": True, "timeout_s": 60, "memory_gb": 16, **construct}}
     code = ("import json, sys; from rewards.harness import worker; r = worker.do_build(json.loads(sys.argv[1]));"
             "print(json.dumps({k: v for k, v in r.items() if k != 'cuda_sources'}, default=str))")
-    p = subprocess.run([sys.executable, "-c", code, json.dumps(job)], cwd=tmp_path, capture_output=True, text=True,
+    (tmp_path / cwd).mkdir(exist_ok=True)
+    p = subprocess.run([sys.executable, "-c", code, json.dumps(job)], cwd=tmp_path / cwd, capture_output=True, text=True,
                        env={**os.environ, "KM_DEVICE": device, "CUDA_VISIBLE_DEVICES": ""}, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads(p.stdout.strip().splitlines()[-1])

@@ -204,8 +204,9 @@ def _file_material(args: dict) -> dict:
     dirs = sorted({os.path.dirname(p) for p in srcs} | {os.path.abspath(d) for d in _as_list(args.get("extra_include_paths"))})
     heads = {os.path.join(d, n): read(os.path.join(d, n)) for d in dirs if os.path.isdir(d)
              for n in sorted(os.listdir(d)) if n.endswith((".h", ".cuh", ".hpp", ".inl"))}
-    return {**{k: v for k, v in args.items() if k != "sources"}, "sources": [read(p) for p in srcs],
-            "headers": sorted(heads.values())}
+    # paths left out: each worker has its own cwd, so the same program writes its files elsewhere
+    return {**{k: v for k, v in args.items() if k not in ("sources", "extra_include_paths")},
+            "sources": [read(p) for p in srcs], "headers": sorted(heads.values())}
 
 
 def install(cache_root: str, fast_build: bool, serve_failures: bool = False) -> None:

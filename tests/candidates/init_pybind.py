@@ -1,5 +1,6 @@
 # A small pybind11-only extension (no torch headers: a ~5 s build) built at construction in one
-# of several real-code shapes; SHAPE is substituted by the test: helper, try, cuda_after.
+# of several real-code shapes; SHAPE is substituted by the test: helper, try, cuda_after, load,
+# cuda_before.
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -36,6 +37,14 @@ class ModelNew(nn.Module):
         elif shape == "cuda_after":
             self.ext = make_ext("km_init_cuda_after")
             self.cuda()  # after the build: no GPU in the build worker (nor on a CPU run)
+        elif shape == "load":  # torch.utils.cpp_extension.load on a file it writes (its own cwd)
+            import os
+
+            from torch.utils.cpp_extension import load
+
+            with open(os.path.join(os.getcwd(), "km_load_src.cpp"), "w") as f:
+                f.write(SRC)
+            self.ext = load(name="km_init_load", sources=[os.path.join(os.getcwd(), "km_load_src.cpp")])
         elif shape == "cuda_before":
             self.fc = self.fc.cuda()  # before the build: a GPU run keeps it on the CPU in the build worker
             self.register_buffer("buf", torch.zeros(2, device="cuda"))
