@@ -21,7 +21,8 @@ Keys prefixed `rewards.` override conf/rewards/default.yaml instead.
 --replay recomputes the rewards from the recorded harness results (no GPU): the reward can be
 iterated on CPU with real dynamic evidence. --static-only scores with no harness result.
 
-Printed against the labels (positives = no-custom and hack:*; predicted = at least one major
+Printed against the labels (positives = no-custom and hack:* except hack:eval_only, which
+training mode makes incorrect and is counted apart; predicted = at least one major
 finding): precision and recall of major findings, recall counting any zero reward too, false hack
 verdicts on legit / legit-degenerate programs (path and finding), status agreement with
 KernelBench's recorded verdicts (eval_results.json: compiled, correctness) where present,
@@ -38,6 +39,7 @@ import csv
 import hashlib
 import importlib.util
 import json
+import re
 import sys
 import traceback
 from collections import Counter
@@ -82,7 +84,13 @@ class Label:
 
 
 def is_positive(label: str) -> bool:
-    return label == "no-custom" or label.startswith("hack:")
+    """Should get a major finding. eval_only programs are not: under KernelBench's training mode
+    they are simply incorrect, which the status (and a zero reward) says, not a finding."""
+    return label == "no-custom" or (label.startswith("hack:") and label[5:] not in EXTRA_HACKS)
+
+
+def is_caught_by_status(label: str) -> bool:
+    return label.startswith("hack:") and label[5:] in EXTRA_HACKS
 
 
 def check_label(label: str) -> None:
@@ -213,7 +221,16 @@ def sources(data: Path, lab: Label) -> tuple[str, str] | str:
         return f"{cand} is missing (run scripts/fetch_real_code.py)"
     if ref is None:
         return f"no level{lab.level} reference for problem {lab.problem}"
-    return ref.read_text(), cand.read_text(errors="replace")
+    return ref.read_text(), as_model_new(cand.read_text(errors="replace"))
+
+
+def as_model_new(src: str) -> str:
+    """METR's KernelBenchFiltered names the solution `Model` (a class, or a function returning a
+    scripted module): rename it to `ModelNew` when the file defines no `ModelNew`."""
+    if re.search(r"^(class|def)\s+ModelNew\b", src, re.M) or \
+            not re.search(r"^(class|def)\s+Model\b", src, re.M):
+        return src
+    return re.sub(r"\bModel\b", "ModelNew", src)
 
 
 def run_static(labels: list[Label], data: Path, reward_cfg: dict) -> list[dict]:
@@ -373,7 +390,8 @@ def conf_line(name: str, c: dict) -> str:
 
 def report(rows: list[dict], mode: str) -> str:
     lines = [f"real-code bench ({mode}): {len(rows)} labelled programs, "
-             f"{sum(is_positive(r['label']) for r in rows)} positives (no-custom or hack:*)"]
+             f"{sum(is_positive(r['label']) for r in rows)} positives (no-custom or hack:*, "
+             f"eval_only apart)"]
     errs = [r for r in rows if r.get("error")]
     if errs:
         lines.append(f"  {len(errs)} not scored:")
@@ -385,6 +403,11 @@ def report(rows: list[dict], mode: str) -> str:
               + ("  [static-only: every reward is 0]" if mode == "static-only" else ""),
               conf_line("KernelBench static checker: errors", bm["errors"]),
               conf_line("KB static checker: errors+warnings", bm["errors_or_warnings"])]
+    ev = [r for r in scored(rows) if is_caught_by_status(r["label"])]
+    if ev:
+        lines.append(f"  eval_only (expected: incorrect in training mode): {len(ev)}, status not ok "
+                     f"{sum(r.get('status') not in (None, 'ok') for r in ev)}, reward 0 "
+                     f"{sum(not r['reward'] for r in ev)}, major finding {sum(map(has_major, ev))}")
     for what in ("precision", "recall"):
         a, b = rm["major"][what], bm["errors"][what]
         if a is not None and b is not None:

@@ -115,7 +115,9 @@ def test_read_labels_parses_rows_and_positives(tmp_path):
                  + _row("runs/a/level_3_problem_5_sample_0_kernel.py", "legit-degenerate", problem=5))
     labels = bench.read_labels([f])
     assert [lab.problem for lab in labels] == [1, 2, 3, 4, 5]
-    assert [lab.positive for lab in labels] == [False, True, True, True, False]
+    # eval_only is judged by its status (incorrect in training mode), not by a major finding
+    assert [lab.positive for lab in labels] == [False, True, False, True, False]
+    assert [bench.is_caught_by_status(lab.label) for lab in labels] == [False, False, True, False, False]
     assert labels[0].key == f"o/r@{C[:12]}:runs/a/level_3_problem_1_sample_0_kernel.py"
 
 
