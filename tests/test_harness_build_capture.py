@@ -123,6 +123,17 @@ def test_failing_build_in_init_is_a_compile_error(ev, task, first):
     assert "slot_builds" not in r.evidence  # never reached the slot
 
 
+def test_build_worker_dying_while_constructing_falls_back_to_building_without(ev, task, first):
+    """A constructor that crashes only where no GPU is visible (the build worker) is built again
+    without constructing and judged as before: never a compile error."""
+    src = shape("helper").replace("    def forward", "        import os, sys\n        if sys.argv[1:2] == ['build']:\n"
+                                  "            os.abort()\n\n    def forward")
+    r = ev.submit(task, src).result()
+    assert r.status == "ok" and r.correct, (r.error, r.log_tail)
+    assert r.evidence["construct"] == "crashed" and "died" in r.evidence["construct_error"]
+    assert r.evidence["slot_builds"] == 0  # the build before the crash was cached
+
+
 def test_failing_build_swallowed_by_try_is_not_compiled_again_in_the_slot(ev, task, first, cxx_log):
     before = roles(cxx_log)
     r = ev.submit(task, broken(shape("try"))).result()

@@ -542,25 +542,36 @@ class Evaluator:
 
     # -- one candidate ------------------------------------------------------------
     def _build(self, src: str, r: EvalResult, ev: dict, fast_build: bool, task: Any = None) -> bool:
-        w = self._take_build_worker()
         job = {"op": "build", "source": src, "cache_root": self.cache, "fast_build": fast_build}
         if task is not None:  # the candidate imports with the reference's names, as it will run,
             # and its model is constructed there, so builds in __init__ happen in the pool too
             job.update(task_source=task.source, overrides=self.cfg.overrides_for(task, self.device),
                        shared_namespace=self.cfg.shared_namespace, seed=self.cfg.seed,
                        construct=self.cfg.build_construct)
-        try:
-            ask(w, None, self.cfg.timeouts_s.get("start", 120))
-            b = ask(w, job, self.cfg.timeouts_s["build"])
-        except PhaseTimeout:
-            r.status, r.error, r.log_tail = "timeout", "build exceeded its time limit", w.log_tail()
-            return False
-        except (WorkerDied, WorkerRaised) as e:
-            r.status, r.error, r.log_tail = "compile_error", f"the build worker failed ({e})", w.log_tail()
-            return False
-        finally:
-            log = w.log_tail(20000)
-            self._drop(w)
+        crashed = None
+        # a build worker that dies while constructing (a constructor that crashes only without a
+        # GPU) must not make a compile error: build once more without constructing, as before
+        for attempt in (job, {**job, "construct": {**(job.get("construct") or {}), "enabled": False}}):
+            w = self._take_build_worker()
+            try:
+                ask(w, None, self.cfg.timeouts_s.get("start", 120))
+                b = ask(w, attempt, self.cfg.timeouts_s["build"])
+                break
+            except PhaseTimeout:
+                r.status, r.error, r.log_tail = "timeout", "build exceeded its time limit", w.log_tail()
+                return False
+            except WorkerDied as e:
+                if crashed is None and (attempt.get("construct") or {}).get("enabled"):
+                    crashed = str(e)[:300]
+                    continue
+                r.status, r.error, r.log_tail = "compile_error", f"the build worker failed ({e})", w.log_tail()
+                return False
+            except WorkerRaised as e:
+                r.status, r.error, r.log_tail = "compile_error", f"the build worker failed ({e})", w.log_tail()
+                return False
+            finally:
+                log = w.log_tail(20000)
+                self._drop(w)
         r.build_s, r.cache_hit = round(b["build_s"], 3), b["cache_hit"]
         if b.get("fast_build"):
             ev["fast_build"] = b["fast_build"]
@@ -570,6 +581,8 @@ class Evaluator:
                 ev[k] = b[k]
         if "construct_s" in b:
             ev["phases_s"]["build_construct"] = b["construct_s"]
+        if crashed is not None:
+            ev["construct"], ev["construct_error"] = "crashed", f"the build worker died ({crashed}); built again without"
         if not b["ok"]:
             msg = b.get("message", "")
             line = _first_error_line(msg) or _first_error_line(log) or b["error"]
