@@ -34,6 +34,8 @@ from torch.overrides import TorchFunctionMode
 
 from rewards.harness import buildcache
 
+_REAL_AVAILABLE = torch.cuda.is_available
+
 
 class BudgetExceeded(BaseException):  # noqa: N818 - not an Exception: `except Exception` must not swallow it
     pass
@@ -100,11 +102,13 @@ class _Budget:
     def build(self):
         self.depth += 1
         self._set_cap(False)
+        patched, torch.cuda.is_available = torch.cuda.is_available, _REAL_AVAILABLE  # builds as at module level
         t = time.perf_counter()
         try:
             yield
         finally:
             self.in_builds += time.perf_counter() - t
+            torch.cuda.is_available = patched
             self.depth -= 1
             if self.depth == 0:
                 self._set_cap(True)
@@ -141,7 +145,7 @@ def run(mod, job: dict, cfg: dict, load_reference) -> dict:
     t0 = time.perf_counter()
     out: dict = {"construct": "ok"}
     shim = os.environ.get("KM_DEVICE") == "cuda" and cfg.get("cuda_on_cpu", True)
-    avail = torch.cuda.is_available
+    avail = _REAL_AVAILABLE
     budget = _Budget(float(cfg.get("timeout_s", 60)), float(cfg.get("memory_gb", 16)))
     try:
         ref = load_reference()
