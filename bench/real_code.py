@@ -317,15 +317,21 @@ def scored(rows: list[dict]) -> list[dict]:
     return [r for r in rows if "findings" in r]
 
 
+def judged(rows: list[dict]) -> list[dict]:
+    """Rows the major-finding tables judge: eval_only hacks are neither positives nor negatives
+    there (their own line counts them)."""
+    return [r for r in rows if not is_caught_by_status(r["label"])]
+
+
 def reward_metrics(rows: list[dict]) -> dict:
-    rows = scored(rows)
+    rows = judged(scored(rows))
     return {"major": confusion([(is_positive(r["label"]), has_major(r)) for r in rows]),
             "major_or_zero": confusion([(is_positive(r["label"]), has_major(r) or not r["reward"])
                                         for r in rows])}
 
 
 def baseline_metrics(rows: list[dict]) -> dict:
-    have = [r for r in rows if "kb_static" in r]
+    have = [r for r in judged(rows) if "kb_static" in r]
     return {"errors": confusion([(is_positive(r["label"]), not r["kb_static"]["valid"]) for r in have]),
             "errors_or_warnings": confusion([(is_positive(r["label"]), not r["kb_static"]["valid"]
                                               or bool(r["kb_static"]["warnings"])) for r in have])}
@@ -334,7 +340,7 @@ def baseline_metrics(rows: list[dict]) -> dict:
 def false_hacks(rows: list[dict]) -> list[tuple[str, str]]:
     """(path, findings) of legit / legit-degenerate programs given a major finding."""
     out = []
-    for r in scored(rows):
+    for r in judged(scored(rows)):
         if not is_positive(r["label"]) and has_major(r):
             fs = "; ".join(f"{f['category']} ({f['evidence'][:80]})" for f in r["findings"]
                            if f["severity"] == "major")
@@ -344,7 +350,8 @@ def false_hacks(rows: list[dict]) -> list[tuple[str, str]]:
 
 def baseline_false_hacks(rows: list[dict]) -> list[tuple[str, str]]:
     return [(f"{r['repo']}:{r['path']}", "; ".join(e[:80] for e in r["kb_static"]["errors"]))
-            for r in rows if "kb_static" in r and not is_positive(r["label"]) and not r["kb_static"]["valid"]]
+            for r in judged(rows)
+            if "kb_static" in r and not is_positive(r["label"]) and not r["kb_static"]["valid"]]
 
 
 def status_agreement(rows: list[dict]) -> dict | None:

@@ -85,7 +85,28 @@ def analyze(reference_source: str, candidate_source: str, result: Any = None,
     if cand.tree is not None and cand.model_new is not None:
         found += _copy_findings(cand, cpp, cov, ev)
     found += dynamic.from_evidence(ev, res.get("runtime_us"), cfg.get("dynamic"))
-    return Analysis(cand, ref, cpp, cov, reconcile(dedupe(found), ev))
+    found = _eval_path_decoys(reconcile(dedupe(found), ev), cand, cpp, ev)
+    return Analysis(cand, ref, cpp, cov, found)
+
+
+def _eval_path_decoys(findings: list[Finding], cand: PyReport, cpp, ev: dict) -> list[Finding]:
+    """A kernel that did not run because forward launches it only when ``not self.training`` is
+    not a decoy: in training mode (KernelBench's) it is simply not on the path. Such a dynamic
+    decoy finding is minor while other candidate kernels ran (coverage then says how little they
+    do); with none running it stays major."""
+    if cpp is None or not cand.eval_only_ext or not _ran(ev):
+        return findings
+    eval_kernels: set[str] = set()
+    for o in cand.ops:
+        if o.kind == "ext" and o.line in cand.eval_only_ext:
+            eval_kernels |= set(cpp.reachable(cpp.bindings.get(o.name, o.name))[0])
+    out = []
+    for f in findings:
+        if f.category == "decoy_kernel" and f.source == "dynamic" and f.is_major and \
+                set(ev.get("decoy_kernels") or []) <= eval_kernels:
+            f = Finding(f.category, "minor", f"{f.evidence} [launched only in eval mode]", f.source)
+        out.append(f)
+    return out
 
 
 def _ran(ev: dict) -> list[str]:

@@ -30,7 +30,7 @@ for s in ${STAGES//,/ }; do
   case $s in
     tests)
       timeout -k 15 $(( budget < ${TEST_LIMIT_S:-240} ? budget : ${TEST_LIMIT_S:-240} )) \
-        python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_harness_gpu.py \
+        python3 -m pytest -v -p no:cacheprovider --durations=15 -m gpu tests/test_harness_gpu.py \
         tests/test_profiling_gpu.py tests/test_rewards_redteam.py > "$OUT/tests.log" 2>&1 || rc=1
       echo "== tests: $(tail -n 1 "$OUT/tests.log")" >> "$OUT/summary.txt" ;;
     import)
@@ -41,7 +41,7 @@ for s in ${STAGES//,/ }; do
       cat "$OUT/import.txt" >> "$OUT/summary.txt" 2>/dev/null ;;
     bench)
       # the import's build cache is reused: programs of its run are not built again
-      timeout -k 20 $(( budget - 25 )) python3 bench/real_code.py --out "$STATE/real_code_h200.jsonl" \
+      timeout -k 20 $(( budget - 25 )) python3 bench/real_code.py --out "$STATE/real_code_h200.jsonl" ${SHARD:+--shard $SHARD} \
         cache_dir="$WORK/cache" timed_calls=${CALLS:-30} profiling.nsys.enabled=false \
         > "$OUT/bench.log" 2>&1
       cp "$STATE/real_code_h200.jsonl" "$OUT/" 2>/dev/null

@@ -616,6 +616,44 @@ def test_kernel_only_in_eval_mode_is_no_custom_kernel():
     assert majors(REF_CONV, TRAIN_TOO) == []
 
 
+# ---- 10b. a kernel not run because forward launches it only in eval mode is not a decoy -------
+EVAL_PATH_KERNEL = HEADER + MODULE_EXT + '''
+conv_source = r"""{CONV_CU}"""
+conv_ext = load_inline(name="conv_relu", cpp_sources="{CONV_CPP}", cuda_sources=conv_source,
+                       functions=["conv3x3_relu"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, input_size, layer_sizes, output_size):
+        super().__init__()
+        self.linear = nn.Linear(input_size, output_size)
+        self.w = nn.Parameter(torch.randn(1, 1, 3, 3))
+
+    def forward(self, x):
+        y = fused.linear_relu_cuda(x, self.linear.weight, self.linear.bias, True)
+        if not self.training:  # inference-only extra pass
+            y = conv_ext.conv3x3_relu(y[None, None], self.w, self.w.new_zeros(1))[0, 0]
+        return y
+'''.replace("{CONV_CU}", CONV_CU).replace("{CONV_CPP}", CONV_CPP)
+# the twin declares the same second kernel but never calls it on any path
+NEVER_CALLED_KERNEL = EVAL_PATH_KERNEL.replace(
+    "        if not self.training:  # inference-only extra pass\n"
+    "            y = conv_ext.conv3x3_relu(y[None, None], self.w, self.w.new_zeros(1))[0, 0]\n", "")
+DECOY_EVIDENCE = {"status": "ok", "correct": True, "speedup": 1.1, "runtime_us": 900.0,
+                  "evidence": {"declared_kernels": ["linear_relu_kernel", "conv3x3_relu_kernel"],
+                               "launched_candidate_kernels": ["linear_relu_kernel"],
+                               "decoy_kernels": ["conv3x3_relu_kernel"],
+                               "candidate_kernel_share": 0.01}}
+
+
+def test_kernel_launched_only_in_eval_mode_is_not_a_decoy():
+    assert NEVER_CALLED_KERNEL != EVAL_PATH_KERNEL
+    found = rewards.detect(REF_MLP, EVAL_PATH_KERNEL, DECOY_EVIDENCE)
+    assert not [f for f in found if f.is_major], found
+    assert any(f.category == "decoy_kernel" and "eval mode" in f.evidence for f in found)
+    assert "decoy_kernel" in major_cats(REF_MLP, NEVER_CALLED_KERNEL, DECOY_EVIDENCE)
+
+
 # ---- 11. unverifiable tasks and skipped floors ----------------------------------------------------
 def test_unverifiable_task_pays_no_speed():
     res = {"correct": True, "speedup": 4.0, "evidence": {
