@@ -33,7 +33,8 @@ t0=$(date +%s.%N)
 timeout -k 20 "${TIMEOUT:-540}" $PY -m mining eval "$DATA/$RUN" "${ARGS[@]}" > "$OUT/import.log" 2>&1; rc=$?
 t1=$(date +%s.%N)
 # a second call must evaluate nothing (resume)
-$PY -m mining eval "$DATA/$RUN" "${ARGS[@]}" > "$WORK/import_again.log" 2>&1; rc2=$?
+# bounded: after a first call cut by TIMEOUT this one would otherwise score the rest unbounded
+timeout -k 10 "${AGAIN_TIMEOUT:-90}" $PY -m mining eval "$DATA/$RUN" "${ARGS[@]}" > "$WORK/import_again.log" 2>&1; rc2=$?
 tail -n 25 "$OUT/import.log"
 $PY - "$STORE" "$t0" "$t1" "$rc" "$rc2" "$WORK/import_again.log" "$OUT/import.log" "${LIMIT:-}" \
   > "$OUT/import.txt" <<'PYEOF'
