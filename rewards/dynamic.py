@@ -51,7 +51,12 @@ def from_evidence(ev: dict[str, Any], runtime_us: float | None = None,
     if ev.get("non_dense_output"):
         out.append(_d("lazy_output", f"harness: output type {ev['non_dense_output']}"))
     if (ev.get("threads_started") or 0) > 0:
-        out.append(_d("background_thread", f"harness: {ev['threads_started']} threads started"))
+        # threads that run no candidate code (torch.compile's pools) are noted, not a hack;
+        # evidence recorded before `threads_candidate` existed keeps the old verdict
+        lib = ev.get("threads_candidate") == 0
+        out.append(_d("background_thread", f"harness: {ev['threads_started']} threads started"
+                      + (f", none running candidate code: {ev.get('thread_names')}" if lib else ""),
+                      severity="minor" if lib else None))
     bad = _precision_changes(ev)
     if bad and not cfg.get("allow_tf32", False):
         out.append(_d("precision_downgrade", f"harness: precision flags {bad}"))

@@ -822,7 +822,9 @@ class Evaluator:
         else:
             main = wall
         r.runtime_us, r.runtime_iqr_us = main["median"], main["iqr"]
-        ev["threads_started"] = tr["threads_started"]
+        for k in ("threads_started", "threads_candidate", "thread_names"):
+            if k in tr:
+                ev[k] = tr[k]
         ev["precision_flags"] = tr["precision_flags"]
         ev["precision_flags_changed"] = tr.get("precision_flags_changed", {})
         bad, spot_refs = False, self._ref_outputs(ctx, dev)["spot"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 import traceback
 import types
@@ -23,7 +22,7 @@ NET = enter_network_namespace() if os.environ.get("KM_NETNS") == "1" else "netwo
 
 import torch  # noqa: E402  (after unshare: nothing has opened sockets yet)
 
-from rewards.harness import buildcache, construct, kernels, precision, protocol, timing  # noqa: E402
+from rewards.harness import buildcache, construct, kernels, precision, protocol, threads, timing  # noqa: E402
 from rewards.harness.reference import load_module, shared_names  # noqa: E402
 
 precision.apply_from_env()  # before any task code: the oracle's math (conf harness.precision)
@@ -147,8 +146,9 @@ class Candidate:
         self.device = job["device"]
         self.seed, self.mode = job["seed"], job.get("model_mode", "train")
         buildcache.install(job["cache_root"], job["fast_build"], serve_failures=True)
-        self.threads0 = threading.active_count()
+        self.threads0 = threads.ids()
         mod = _exec_candidate(job["source"], job)
+        self.file = mod.__file__
         if not hasattr(mod, "ModelNew"):
             raise LookupError("the candidate defines no `ModelNew`")
         ref = load_module(job["task_source"], job["overrides"], name="reference")
@@ -210,7 +210,7 @@ class Candidate:
         seeds = {i: timing.spot_seed(self.seed, p) for i, p in plan["spot"].items()}
         r = timing.time_calls(self.model, sets, self.device, len(plan["warmup"]), job["calls"],
                               job["l2_flush_mb"], set(plan["spot"]), plan, seeds)
-        r["threads_started"] = threading.active_count() - self.threads0
+        r.update(threads.started(self.threads0, self.file))
         r["precision_flags"] = precision.flags()  # after the candidate loaded and ran
         r["precision_flags_changed"] = precision.changed(HARNESS_FLAGS, r["precision_flags"])
         return r
