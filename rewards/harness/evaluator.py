@@ -108,11 +108,14 @@ def _same(xs: list) -> bool:
                                for a in xs[1:])
 
 
-def unverifiable_reason(trials: list) -> str | None:
+def unverifiable_reason(trials: list, refs_constant: bool | None = None) -> str | None:
     """Why correctness cannot be checked on this task, or None: the reference's outputs are the
-    same across the correctness trials although their tensor inputs differ."""
+    same across the correctness trials although their tensor inputs differ. ``refs_constant``:
+    that comparison of the outputs when the caller already made it."""
+    if refs_constant is None:
+        refs_constant = _same([refs for _, refs in trials])
     ins = [[x for x in xs if isinstance(x, torch.Tensor)] for xs, _ in trials]
-    if not _same([refs for _, refs in trials]) or _same(ins):
+    if not refs_constant or _same(ins):
         return None
     return (f"the reference's outputs are identical across its {len(trials)} correctness trials although "
             "the inputs differ, so its output does not depend on its inputs and correctness cannot be checked")
@@ -431,7 +434,7 @@ class Evaluator:
         tt["prepare_s"] = time.perf_counter() - t0
         ctx["overrides"], ctx["task_source"], ctx["trial_seeds"] = ov, task.source, job["trial_seeds"]
         ctx["refs_constant"] = _same([refs for _, refs in ctx["trials"]])
-        ctx["unverifiable"] = unverifiable_reason(ctx["trials"])
+        ctx["unverifiable"] = unverifiable_reason(ctx["trials"], ctx["refs_constant"])
         ctx["spot"] = [(s, f, outs) for (s, f), outs in zip(job["spot_pairs"], ctx["spot"], strict=True)]
         ctx["baseline"] = {}
         if c.baselines:

@@ -9,6 +9,7 @@ candidate code, so its timings come from a clean process).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -123,14 +124,24 @@ def _non_dense(outs: list) -> str | None:
     return None
 
 
-def training_flags(model) -> list:
-    """Each module's ``training`` flag, to restore the as-constructed modes after eval trials."""
-    return [(m, m.training) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
+@contextlib.contextmanager
+def eval_mode(model):
+    """The model in eval mode for the block, then each module's as-constructed ``training`` flag
+    back (``both``: the eval trials must not change the modes the training trials see)."""
+    flags = [(m, m.training) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
+    if flags:
+        model.eval()
+    try:
+        yield
+    finally:
+        for m, t in flags:
+            m.training = t
 
 
-def restore_training(flags: list) -> None:
-    for m, t in flags:
-        m.training = t
+def precision_evidence() -> dict:
+    """Torch's precision flags now, and which of them differ from what the harness set."""
+    f = precision.flags()
+    return {"precision_flags": f, "precision_flags_changed": precision.changed(HARNESS_FLAGS, f)}
 
 
 def set_mode(model, mode: str):
@@ -168,7 +179,7 @@ class Candidate:
                         own[n].copy_(p)
         if isinstance(self.model, torch.nn.Module):
             self.model = self.model.to(self.device)
-        set_mode(self.model, "eval" if self.mode == "eval" else "train")
+        set_mode(self.model, self.mode)
         self.build = _build_summary()
 
     def trials(self, sets: list, seeds: list | None = None, modes: list | None = None) -> dict:
@@ -176,14 +187,9 @@ class Candidate:
         as-constructed modes come back for the training-mode trials."""
         out = {}
         for mode in modes or ["train"]:
-            flags = training_flags(self.model) if self.mode == "both" and mode == "eval" else None
-            if flags:
-                self.model.eval()
-            try:
+            switch = self.mode == "both" and mode == "eval"
+            with eval_mode(self.model) if switch else contextlib.nullcontext():
                 out[mode] = self._trials(sets, seeds)
-            finally:
-                if flags:
-                    restore_training(flags)
         return out
 
     def _trials(self, sets: list, seeds: list | None) -> list:
@@ -211,8 +217,7 @@ class Candidate:
         r = timing.time_calls(self.model, sets, self.device, len(plan["warmup"]), job["calls"],
                               job["l2_flush_mb"], set(plan["spot"]), plan, seeds)
         r.update(threads.started(self.threads0, self.file))
-        r["precision_flags"] = precision.flags()  # after the candidate loaded and ran
-        r["precision_flags_changed"] = precision.changed(HARNESS_FLAGS, r["precision_flags"])
+        r.update(precision_evidence())  # after the candidate loaded and ran
         return r
 
     def profile(self, job: dict) -> dict:
@@ -259,7 +264,7 @@ class Reference:
         model = ref.Model(*init)
         model = model.to(dev) if isinstance(model, torch.nn.Module) else model
         mode = job.get("model_mode", "train")
-        set_mode(model, "eval" if mode == "eval" else "train")
+        set_mode(model, mode)
         self.model, self.device = model, dev
 
         def run(seed):
@@ -272,10 +277,8 @@ class Reference:
 
         trials_eval = None
         if mode == "both":  # eval first, as the candidate worker runs them (running stats untouched)
-            flags = training_flags(model)
-            model.eval()
-            trials_eval = [run(s)[1] for s in job["trial_seeds"]]
-            restore_training(flags)
+            with eval_mode(model):
+                trials_eval = [run(s)[1] for s in job["trial_seeds"]]
         trials = [run(s) for s in job["trial_seeds"]]
         sets = [run(s) for s in job["set_seeds"]]
         self.sets = [_devcopy(xs, dev) for xs, _ in sets]
@@ -371,8 +374,7 @@ def main() -> None:
                 res = {"build": state["cand"].build}
             elif op == "trials":
                 res = {"trials": state["cand"].trials(job["sets"], job.get("seeds"), job.get("modes"))}
-                res["precision_flags"] = precision.flags()  # an incorrect candidate's flags are evidence too
-                res["precision_flags_changed"] = precision.changed(HARNESS_FLAGS, res["precision_flags"])
+                res.update(precision_evidence())  # an incorrect candidate's flags are evidence too
             elif op == "time":
                 res = state["cand"].time(job)
             elif op == "profile":
