@@ -104,9 +104,14 @@ def _eval_path_decoys(findings: list[Finding], cand: PyReport, cpp, ev: dict) ->
     for f in findings:
         if f.category == "decoy_kernel" and f.source == "dynamic" and f.is_major and \
                 set(ev.get("decoy_kernels") or []) <= eval_kernels:
-            f = Finding(f.category, "minor", f"{f.evidence} [launched only in eval mode]", f.source)
+            f = _downgrade(f, "launched only in eval mode")
         out.append(f)
     return out
+
+
+def _downgrade(f: Finding, why: str) -> Finding:
+    """The same finding as minor, with why appended to its evidence."""
+    return Finding(f.category, "minor", f"{f.evidence} [{why}]", f.source)
 
 
 def _ran(ev: dict) -> list[str]:
@@ -152,8 +157,7 @@ def reconcile(findings: list[Finding], ev: dict) -> list[Finding]:
                 "precision_flags_changed" in ev and any(w in f.evidence for w in FLAG_WORDS):
             continue  # the harness measured which flags changed: dynamic.from_evidence decides
         if why:
-            f = Finding(f.category, "minor", f"{f.evidence} [contradicted by harness: {why}]",
-                        f.source)
+            f = _downgrade(f, f"contradicted by harness: {why}")
         out.append(f)
     return out
 
