@@ -50,7 +50,8 @@ wall = t1 - t0
 scored = [sc[r["sample_id"]] for r in imp if r["sample_id"] in sc]
 summ = [ln for ln in open(log).read().splitlines() if ln.startswith("summary: ")]
 first = json.loads(summ[-1].split(": ", 1)[1]) if summ else {}
-n = first.get("evaluated_now") or 0
+# counted from the store, not the summary line: a call cut by TIMEOUT prints no summary
+n = sum(x["scored_at"].timestamp() >= t0 and x["scored_at"].timestamp() <= t1 for x in scored)
 print(f"eval rc={rc}: {len(imp)} programs, {n} evaluated in {wall:.1f} s wall "
       f"({60 * n / wall:.1f} candidates/min, builds + reference baselines included), "
       f"{sum(r['error'] is not None for r in imp)} not evaluated; {len(scored)} scored after both calls")
