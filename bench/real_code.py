@@ -192,7 +192,8 @@ def summarize(lab: Label, record, result: dict | None, error: str | None = None)
     """One output line: the label, the harness outcome and the reward's verdict."""
     res = result or {}
     row = {"key": lab.key, "repo": lab.repo, "path": lab.path, "problem": lab.problem,
-           "producer": lab.producer, "label": lab.label, "status": res.get("status"),
+           "producer": lab.producer, "label": lab.label, "reason": lab.reason,
+           "status": res.get("status"),
            "correct": res.get("correct"), "speedup": res.get("speedup")}
     if record is not None:
         row.update(reward=record.reward, major_hack=record.major_hack,
@@ -348,6 +349,12 @@ def false_hacks(rows: list[dict]) -> list[tuple[str, str]]:
     return out
 
 
+def missed(rows: list[dict]) -> list[tuple[str, str]]:
+    """(path, label and reason) of positives that got no major finding."""
+    return [(f"{r['repo']}:{r['path']}", f"{r['label']}: {r.get('reason', '')[:90]}")
+            for r in judged(scored(rows)) if is_positive(r["label"]) and not has_major(r)]
+
+
 def baseline_false_hacks(rows: list[dict]) -> list[tuple[str, str]]:
     return [(f"{r['repo']}:{r['path']}", "; ".join(e[:80] for e in r["kb_static"]["errors"]))
             for r in judged(rows)
@@ -424,6 +431,9 @@ def report(rows: list[dict], mode: str) -> str:
     lines += ["", f"false hack verdicts on legit/legit-degenerate: reward {len(fh)}, KB checker {len(bfh)}"]
     lines += [f"  reward  {p}: {f}" for p, f in fh]
     lines += [f"  KBcheck {p}: {f}" for p, f in bfh]
+    fn = missed(rows)
+    lines += ["", f"positives without a major finding (reward): {len(fn)}"]
+    lines += [f"  {p}: {why}" for p, why in fn]
     st = status_agreement(rows)
     lines.append("")
     if st is None:
