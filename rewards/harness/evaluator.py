@@ -328,7 +328,10 @@ class Evaluator:
         os.makedirs(self.cache, exist_ok=True)
         n_exec = self.cfg.n_exec_workers(self.device)
         gpus = self._visible_gpus()[:n_exec] if self.device == "cuda" else [None] * n_exec
-        depth = {"candidate": 1}
+        # a token per candidate that may be loaded on a slot at once (harness.resident), and as
+        # many warm candidate workers, so that candidates starting together all start warm
+        self.resident = self.cfg.n_resident(self.device)
+        depth = {"candidate": self.resident}
         if self.device == "cuda" and self.cfg.profile:
             depth["profiler"] = max(1, self.cfg.profiler_spares)
         self._all_slots = [_Slot(self, i, g, depth) for i, g in enumerate(gpus)]
@@ -337,8 +340,6 @@ class Evaluator:
         first.greeted = True
         if self.device == "cuda" and self.arch is None:
             self.arch = self.info.get("capability")
-        # a token per candidate that may be loaded on a slot at once (harness.resident)
-        self.resident = self.cfg.n_resident(self.device)
         self._slots: queue.Queue[_Slot] = queue.Queue()
         for s in self._all_slots:
             s.warm()
