@@ -213,14 +213,19 @@ def test_timed_sections_never_overlap_across_candidates_and_tasks(tmp_path):
 
 def _slow_and_fast(tmp_path, resident: int) -> tuple[dict, dict, list]:
     task = load_file(CANDS / "tiny_task.py")
-    with Evaluator(cpu_cfg(tmp_path, resident=resident)) as ev:
-        assert ev.submit(task, variant(PLAIN, 99)).result().status == "ok"  # reference ready, spares warm
-        time.sleep(2)
-        slow, fast = ev.submit(task, SLOW_INIT), ev.submit(task, PLAIN)
+    with Evaluator(cpu_cfg(tmp_path, resident=resident, build_workers=2)) as ev:
+        assert ev.submit(task, variant(PLAIN, 99)).result().status == "ok"  # reference ready
+        time.sleep(10)  # spares warm (build and candidate workers import torch: seconds on 2 cores)
+        h = lambda src: evmod.Evaluator._label({"task_id": task.id}, src)  # noqa: E731
+        slow = ev.submit(task, SLOW_INIT)
+        t0 = time.perf_counter()  # the fast one comes once the slow one's __init__ is running
+        while not any(s["what"] == "stage" and s["label"] == h(SLOW_INIT) for s in list(ev.timeline)):
+            assert time.perf_counter() - t0 < 120 and not slow.done()
+            time.sleep(0.05)
+        fast = ev.submit(task, PLAIN)
         rs, rf = slow.result(), fast.result()
         tl = list(ev.timeline)
     assert (rs.status, rf.status) == ("ok", "ok"), (rs.error, rf.error)
-    h = lambda src: evmod.Evaluator._label({"task_id": task.id}, src)  # noqa: E731
     load = next(s for s in tl if s["kind"] == "phase" and s["what"] == "load" and s["label"] == h(SLOW_INIT))
     timed = next(s for s in tl if s["kind"] == "gpu" and s["what"] == "time" and s["label"] == h(PLAIN))
     assert load["end"] - load["start"] >= 3.0
@@ -255,7 +260,12 @@ def test_gpu_eight_candidates_two_tasks_no_overlap_and_slow_init_does_not_block(
     with Evaluator(cfg) as ev:
         assert ev.submit(gelu, variant(PLAIN, 99)).result().status == "ok"  # warm: reference, spares
         time.sleep(2)
+        h = evmod.Evaluator._label({"task_id": gelu.id}, SLOW_INIT)
         slow = ev.submit(gelu, SLOW_INIT)
+        t0 = time.perf_counter()  # the others come once the slow one's __init__ is running
+        while not any(s["what"] == "stage" and s["label"] == h for s in list(ev.timeline)):
+            assert time.perf_counter() - t0 < 120 and not slow.done()
+            time.sleep(0.05)
         futs = [ev.submit(gelu, variant(PLAIN, i)) for i in range(4)] + [ev.submit(relu, variant(RELU, i)) for i in range(3)]
         rs = [slow.result()] + [f.result() for f in futs]
         tl = list(ev.timeline)
@@ -264,8 +274,7 @@ def test_gpu_eight_candidates_two_tasks_no_overlap_and_slow_init_does_not_block(
     assert not overlapping(held), overlapping(held)
     assert {"time", "profile", "baseline"} <= {s["what"] for s in held}
     assert sum(s["what"] == "time" for s in held) == 9
-    load = next(s for s in tl if s["kind"] == "phase" and s["what"] == "load"
-                and s["label"] == evmod.Evaluator._label({"task_id": gelu.id}, SLOW_INIT))
+    load = next(s for s in tl if s["kind"] == "phase" and s["what"] == "load" and s["label"] == h)
     assert load["end"] - load["start"] >= 3.0
     others = [s for s in held if s["what"] == "time" and load["start"] < s["start"] and s["end"] < load["end"]]
     assert others, "no other candidate was timed while the slow one loaded"

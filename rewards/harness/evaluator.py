@@ -526,7 +526,7 @@ class Evaluator:
                 self._drop(w)
                 w = None
         w = w or self._spawn("build", None)
-        if self._build_spares.qsize() < self.n_build:
+        while self._build_spares.qsize() < self.n_build:  # candidates submitted together all build warm
             self._build_spares.put(self._spawn("build", None))
         return w
 
