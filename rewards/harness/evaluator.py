@@ -1,17 +1,22 @@
-"""Evaluator: build pool, execution workers, reference worker; one EvalResult per candidate.
+"""Evaluator: build pool, execution workers, reference workers; one EvalResult per candidate.
 
 A candidate moves through three stages, each with its own pool, so that they overlap:
 (1) build: a fresh build worker (pre-spawned, no GPU visible) imports the candidate and constructs
 its model (construct.py) so that its load_inline calls, also those in ``__init__``, build into the
 content-hash cache (``evidence.slot_builds`` counts any the slot's workers still compile); the
 pool is sized so that builds x ninja jobs ~ CPU cores (oversubscribing only delays every build's finish, and the GPU waits
-on the first). (2) reference: inputs, outputs and baselines of the task come from the one
-reference worker, once per task, started at submit time so it overlaps the builds; it holds
-the GPU only while it runs or times the reference, not while torch.compile compiles.
-(3) execution: once both are ready, a pre-spawned execution worker (one slot per GPU) loads the
-cached build, runs the trials, the timed calls and one profile under wall-clock limits; the
-parent compares the outputs. A worker that dies or overruns is killed and the slot gets a new
-one. Per-phase wall times go into ``evidence["phases_s"]`` (see README, "Evidence keys").
+on the first). (2) reference: inputs, outputs and baselines of a task come from one of
+``harness.reference_workers`` reference workers, once per task, started at submit time so it
+overlaps the builds and other tasks' references; only its timing takes the GPU lock.
+(3) execution: once both are ready, the candidate takes one of ``harness.resident`` tokens of a
+slot (a GPU), and a pre-spawned worker there loads the cached build and runs the trials beside
+the other resident candidates; the GPU lock (``_Slot.exclusive``) is held only for the timed
+calls, the profiled run, ncu and the parent's judging, and while it is held the slot's other
+workers are stopped, so nothing overlaps a timed call (their phase limits exclude the pause).
+The parent compares the outputs. A worker that dies or overruns is killed and the slot gets a
+new one. Per-phase wall times go into ``evidence["phases_s"]`` (see README, "Evidence keys"):
+``gpu_wait``/``gpu_held`` are the time waiting for and holding the lock; ``Evaluator.timeline``
+keeps the held sections and phases on the parent's clock.
 """
 
 from __future__ import annotations
