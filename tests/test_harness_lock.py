@@ -112,6 +112,22 @@ def test_exclusive_stops_the_slots_other_workers_and_logs_the_held_section():
         _end(busy, timed)
 
 
+def test_a_candidate_that_writes_to_its_socket_is_still_stopped():
+    """A worker that ran candidate code cannot dodge the pause by making its socket readable
+    (the candidate can write to it); an idle spare whose hello is waiting is left alone."""
+    dodger, spare = _answering_worker(0.0), _answering_worker(0.0)  # both have bytes waiting
+    slot = _slot([dodger, spare])
+    slot.spares["candidate"] = collections.deque([spare])
+    try:
+        time.sleep(0.5)
+        assert dodger.conn.poll(0) and spare.conn.poll(0)
+        with slot.exclusive({}, "time", "t/x") as stopped:
+            time.sleep(0.2)
+            assert stopped == [dodger] and _state(dodger.proc.pid) == "T" and _state(spare.proc.pid) != "T"
+    finally:
+        _end(dodger, spare)
+
+
 def test_a_second_holder_waits_and_its_wait_is_counted():
     slot, acc1, acc2 = _slot([]), {}, {}
 

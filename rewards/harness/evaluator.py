@@ -243,14 +243,16 @@ class _Slot:
     def quiet(self, exempt: Worker | None = None):
         """Hold every other worker of this device stopped while the caller times something on
         it: warming spares (CUDA init, CUPTI start-up), candidates loading or running trials,
-        references preparing. A worker that has begun to answer is done with its GPU work and
-        is left alone. Call with ``lock`` held."""
+        references preparing. An idle spare (its hello sent) is left alone; a worker that ran
+        candidate code is stopped whatever its socket shows (the candidate can write to it).
+        Call with ``lock`` held."""
         with self._mu:
             others = [w for w in self.members if w is not exempt]
+            spares = {id(w) for q in self.spares.values() for w in q}
         stopped = []
         for w in others:
             try:
-                if w.alive() and not w.conn.poll(0):
+                if w.alive() and not (id(w) in spares and w.conn.poll(0)):
                     os.kill(w.proc.pid, signal.SIGSTOP)
                     PAUSES.stop(w)
                     stopped.append(w)
