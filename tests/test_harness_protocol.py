@@ -3,6 +3,7 @@
 import io
 import os
 import pickle
+import threading
 
 import pytest
 import torch
@@ -161,6 +162,7 @@ def test_spares_still_warming_are_stopped_while_a_candidate_is_timed():
     warming, idle = fake(False), fake(True)
     slot = _Slot.__new__(_Slot)
     slot.spares = {"candidate": [idle], "profiler": [warming]}
+    slot.members, slot._mu = [idle, warming], threading.Lock()  # the slot's workers
     try:
         with slot.quiet() as stopped:
             import time

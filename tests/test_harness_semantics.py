@@ -5,6 +5,7 @@ The fast tests call the pure pieces; the slow ones run the real harness (spawned
 small tasks written here, each hack-or-quirk case next to a legitimate twin.
 """
 
+import contextlib
 import doctest
 import textwrap
 
@@ -143,6 +144,9 @@ class _FakeSlot:
     def take(self, role):
         self.taken.append(role)
         return object()
+
+    def exclusive(self, *a, **k):  # the GPU lock: no other candidate here
+        return contextlib.nullcontext([])
 
 
 def _profile_with(timed_fn):

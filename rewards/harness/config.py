@@ -39,6 +39,9 @@ class HarnessConfig:
     build_workers: Any = "auto"
     gpu_workers: Any = "auto"
     cpu_workers: int = 1
+    resident: Any = "auto"  # candidates loaded per slot at once (GPU memory bound); auto: 4 on cuda, 2 on cpu
+    reference_workers: int = 2  # tasks whose references prepare in parallel (only their timing takes the GPU lock)
+    timeline_entries: int = 4096  # Evaluator.timeline: the last GPU-lock sections and phases, for checks
     cache_dir: str = "~/.cache/kernelmine"
     network_namespace: bool = True
     compile_baseline: bool = True
@@ -117,6 +120,12 @@ class HarnessConfig:
 
             return max(1, torch.cuda.device_count())
         return int(self.gpu_workers)
+
+    def n_resident(self, device: str) -> int:
+        """Candidates resident (loaded, in trials or timing) on one slot at once."""
+        if self.resident == "auto":
+            return 4 if device == "cuda" else 2
+        return max(1, int(self.resident))
 
     def primary_mode(self) -> str:
         """The mode timed, profiled and baselined: eval only when asked for eval alone."""

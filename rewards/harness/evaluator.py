@@ -1,17 +1,22 @@
-"""Evaluator: build pool, execution workers, reference worker; one EvalResult per candidate.
+"""Evaluator: build pool, execution workers, reference workers; one EvalResult per candidate.
 
 A candidate moves through three stages, each with its own pool, so that they overlap:
 (1) build: a fresh build worker (pre-spawned, no GPU visible) imports the candidate and constructs
 its model (construct.py) so that its load_inline calls, also those in ``__init__``, build into the
 content-hash cache (``evidence.slot_builds`` counts any the slot's workers still compile); the
 pool is sized so that builds x ninja jobs ~ CPU cores (oversubscribing only delays every build's finish, and the GPU waits
-on the first). (2) reference: inputs, outputs and baselines of the task come from the one
-reference worker, once per task, started at submit time so it overlaps the builds; it holds
-the GPU only while it runs or times the reference, not while torch.compile compiles.
-(3) execution: once both are ready, a pre-spawned execution worker (one slot per GPU) loads the
-cached build, runs the trials, the timed calls and one profile under wall-clock limits; the
-parent compares the outputs. A worker that dies or overruns is killed and the slot gets a new
-one. Per-phase wall times go into ``evidence["phases_s"]`` (see README, "Evidence keys").
+on the first). (2) reference: inputs, outputs and baselines of a task come from one of
+``harness.reference_workers`` reference workers, once per task, started at submit time so it
+overlaps the builds and other tasks' references; only its timing takes the GPU lock.
+(3) execution: once both are ready, the candidate takes one of ``harness.resident`` tokens of a
+slot (a GPU), and a pre-spawned worker there loads the cached build and runs the trials beside
+the other resident candidates; the GPU lock (``_Slot.exclusive``) is held only for the timed
+calls, the profiled run, ncu and the parent's judging, and while it is held the slot's other
+workers are stopped, so nothing overlaps a timed call (their phase limits exclude the pause).
+The parent compares the outputs. A worker that dies or overruns is killed and the slot gets a
+new one. Per-phase wall times go into ``evidence["phases_s"]`` (see README, "Evidence keys"):
+``gpu_wait``/``gpu_held`` are the time waiting for and holding the lock; ``Evaluator.timeline``
+keeps the held sections and phases on the parent's clock.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures as cf
 import contextlib
+import hashlib
 import json
 import os
 import queue
@@ -56,21 +62,72 @@ class WorkerRaised(Exception):
 MESSAGE_GRACE_S = 30.0
 
 
+class _Pauses:
+    """Seconds each worker spent stopped (SIGSTOP) while another held its GPU for timing: a
+    phase's limit counts the worker's own time, so a loading candidate paused behind other
+    candidates' timed calls does not time out for it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._total: dict[int, float] = {}
+        self._since: dict[int, float] = {}
+
+    def stop(self, w: Worker) -> None:
+        with self._lock:
+            self._since[id(w)] = time.perf_counter()
+
+    def resume(self, w: Worker) -> None:
+        with self._lock:
+            t = self._since.pop(id(w), None)
+            if t is not None:
+                self._total[id(w)] = self._total.get(id(w), 0.0) + time.perf_counter() - t
+
+    def of(self, w: Worker) -> float:
+        with self._lock:
+            t = self._since.get(id(w))
+            return self._total.get(id(w), 0.0) + (time.perf_counter() - t if t is not None else 0.0)
+
+    def forget(self, w: Worker) -> None:
+        with self._lock:
+            self._total.pop(id(w), None)
+            self._since.pop(id(w), None)
+
+
+PAUSES = _Pauses()
+
+
 def ask(w: Worker, job: dict | protocol.Sealed | None, timeout: float) -> dict:
-    killed = threading.Event()
+    killed, done = threading.Event(), threading.Event()
+    t0, p0 = time.perf_counter(), PAUSES.of(w)
+
+    def left(limit: float) -> float:  # seconds to the limit, not counting time spent paused
+        return t0 + limit + PAUSES.of(w) - p0 - time.perf_counter()
+
+    dogs: list[threading.Timer] = []
+
+    def arm(after: float) -> None:
+        dog = threading.Timer(after, watchdog)
+        dog.daemon = True
+        dogs.append(dog)
+        dog.start()
 
     def watchdog():
+        if done.is_set():
+            return
+        rest = left(timeout + MESSAGE_GRACE_S)
+        if rest > 0:  # the worker was paused meanwhile: its limit moved
+            arm(rest)
+            return
         killed.set()
         w.kill_process()
 
-    dog = threading.Timer(timeout + MESSAGE_GRACE_S, watchdog)
-    dog.daemon = True
-    dog.start()
+    arm(timeout + MESSAGE_GRACE_S)
     try:
         if job is not None:
             protocol.send(w.conn, job)
-        if not w.conn.poll(timeout):
-            raise PhaseTimeout(f"no answer within {timeout:.0f} s")
+        while not w.conn.poll(max(0.0, min(left(timeout), 1.0))):
+            if left(timeout) <= 0:
+                raise PhaseTimeout(f"no answer within {timeout:.0f} s")
         res = protocol.recv(w.conn, MESSAGE_GRACE_S)
     except (EOFError, OSError, ConnectionError) as e:
         if killed.is_set():
@@ -85,7 +142,9 @@ def ask(w: Worker, job: dict | protocol.Sealed | None, timeout: float) -> dict:
     except Exception as e:  # noqa: BLE001 - an unreadable message (weights_only refused it)
         raise WorkerDied(f"worker sent an unreadable message ({type(e).__name__}: {str(e)[:200]})") from e
     finally:
-        dog.cancel()
+        done.set()
+        for dog in list(dogs):
+            dog.cancel()
     if isinstance(res, dict) and res.get("exception"):
         if res.get("fatal"):  # a CUDA fault: the worker exits itself; treat as a crash
             raise WorkerDied(f"CUDA fault ({res['exception']})")
@@ -144,33 +203,61 @@ def _lru_insert(cache: collections.OrderedDict, key, value, limit: int, evict=No
 class _Slot:
     """One execution slot (a GPU, or a CPU worker) with pre-spawned spare workers per role:
     ``candidate`` (correctness and timing) and, on CUDA, ``profiler`` (the profiled run, with
-    the profiler already started, so neither its start-up nor its lingering hooks touch timing)."""
+    the profiler already started, so neither its start-up nor its lingering hooks touch timing).
+
+    ``lock`` is held only for what must be alone on the device: timed calls, the profiled run,
+    ncu, the reference's timing (and the parent's judging on it). Starting workers, loading
+    candidates and their correctness trials run beside it; ``exclusive`` stops (SIGSTOP) every
+    other worker of the slot while the lock is held, so none of their GPU work overlaps a timed
+    call. Up to ``harness.resident`` candidates are loaded at once (a token each in the
+    evaluator's slot queue), which bounds the GPU memory they take."""
 
     def __init__(self, ev: Evaluator, index: int, gpu: str | None, depth: dict[str, int]):
         self.ev, self.index, self.gpu = ev, index, gpu
-        self.lock = threading.Lock()  # whoever runs work on this device holds it (timings stay clean)
+        self.lock = threading.Lock()  # whoever times work on this device holds it (timings stay clean)
         self.depth = depth  # spares kept per role: enough that the next one is warm when taken
         self.spares: dict[str, collections.deque[Worker]] = {r: collections.deque() for r in depth}
+        self.members: set[Worker] = set()  # every live worker on this device: spares, candidates, references
+        self._mu = threading.Lock()  # guards spares and members (several candidates use the slot at once)
+
+    def spawn(self, role: str) -> Worker:
+        w = self.ev._spawn(role, self.gpu)
+        with self._mu:
+            self.members.add(w)
+        return w
+
+    def forget(self, w: Worker) -> None:
+        with self._mu:
+            self.members.discard(w)
 
     def warm(self) -> None:
         for role, n in self.depth.items():
-            while len(self.spares[role]) < n:
-                self.spares[role].append(self.ev._spawn(role, self.gpu))
+            with self._mu:
+                need = n - len(self.spares[role])
+            for _ in range(need):
+                w = self.spawn(role)
+                with self._mu:
+                    self.spares[role].append(w)
 
     @contextlib.contextmanager
-    def quiet(self):
-        """Hold the spares that are still warming up (CUDA init, CUPTI start-up: GPU work of
-        their own) stopped while the caller times something on this device; idle warm spares
-        do nothing and are left alone. Call with ``lock`` held."""
+    def quiet(self, exempt: Worker | None = None):
+        """Hold every other worker of this device stopped while the caller times something on
+        it: warming spares (CUDA init, CUPTI start-up), candidates loading or running trials,
+        references preparing. An idle spare (its hello sent) is left alone; a worker that ran
+        candidate code is stopped whatever its socket shows (the candidate can write to it).
+        Call with ``lock`` held."""
+        with self._mu:
+            others = [w for w in self.members if w is not exempt]
+            spares = {id(w) for q in self.spares.values() for w in q}
         stopped = []
-        for q in self.spares.values():
-            for w in q:
-                if w.alive() and not w.conn.poll(0):  # no hello yet: still warming
-                    try:
-                        os.kill(w.proc.pid, signal.SIGSTOP)
-                        stopped.append(w)
-                    except ProcessLookupError:
-                        pass
+        for w in others:
+            try:
+                if w.alive() and not (id(w) in spares and w.conn.poll(0)):
+                    os.kill(w.proc.pid, signal.SIGSTOP)
+                    PAUSES.stop(w)
+                    stopped.append(w)
+            except (ProcessLookupError, OSError, ValueError):  # exited or closed meanwhile
+                pass
         try:
             yield stopped
         finally:
@@ -179,16 +266,47 @@ class _Slot:
                     os.kill(w.proc.pid, signal.SIGCONT)
                 except ProcessLookupError:
                     pass
+                PAUSES.resume(w)
+
+    @contextlib.contextmanager
+    def exclusive(self, acc: dict, what: str, label: str, exempt: Worker | None = None, quiet: bool = True):
+        """The device alone for ``what``: waits for ``lock`` (``acc["gpu_wait"]``), holds it with
+        the other workers stopped (``acc["gpu_held"]``) and logs the held interval in the
+        evaluator's ``timeline``. ``quiet=False``: the parent's own short work (judging)."""
+        t0 = time.perf_counter()
+        with self.lock:
+            t1 = time.perf_counter()
+            try:
+                with self.quiet(exempt) if quiet else contextlib.nullcontext([]) as stopped:
+                    yield stopped
+            finally:
+                t2 = time.perf_counter()
+                acc["gpu_wait"] = acc.get("gpu_wait", 0.0) + t1 - t0
+                acc["gpu_held"] = acc.get("gpu_held", 0.0) + t2 - t1
+                self.ev.timeline.append({"kind": "gpu", "slot": self.index, "what": what, "label": label,
+                                         "start": t1, "end": t2})
 
     def take(self, role: str = "candidate") -> Worker:
-        q = self.spares[role]
-        w = q.popleft() if q else None  # the oldest: the warmest
+        with self._mu:
+            q = self.spares[role]
+            w = q.popleft() if q else None  # the oldest: the warmest
         if w is not None and not w.alive():
             self.ev._drop(w)
             w = None
-        w = w or self.ev._spawn(role, self.gpu)
+        w = w or self.spawn(role)
         self.warm()  # the replacement warms up while this one works
         return w
+
+
+class _RefWorker:
+    """One reference worker and the slot whose GPU it runs on (its timing takes that slot's lock)."""
+
+    def __init__(self, slot: _Slot):
+        self.slot, self.w, self.greeted = slot, slot.spawn("reference"), False
+
+    def renew(self) -> None:
+        old, self.w, self.greeted = self.w, self.slot.spawn("reference"), False
+        self.slot.ev._drop(old)
 
 
 class Evaluator:
@@ -207,6 +325,9 @@ class Evaluator:
         self._staged: collections.OrderedDict[int, protocol.Sealed] = collections.OrderedDict()
         self._dev_refs: collections.OrderedDict[tuple, dict] = collections.OrderedDict()
         self.task_timings: list[dict] = []  # per task: reference prepare / compile / baseline seconds
+        # what held each device when, and the candidates' phases: on the parent's clock, for
+        # checking that timed sections never overlap (the last ``timeline_entries``)
+        self.timeline: collections.deque[dict] = collections.deque(maxlen=self.cfg.timeline_entries)
         self.info: dict = {}
 
     # -- lifecycle ---------------------------------------------------------------
@@ -214,24 +335,34 @@ class Evaluator:
         os.makedirs(self.cache, exist_ok=True)
         n_exec = self.cfg.n_exec_workers(self.device)
         gpus = self._visible_gpus()[:n_exec] if self.device == "cuda" else [None] * n_exec
-        self._ref = self._spawn("reference", gpus[0])
-        self.info = ask(self._ref, None, self.cfg.timeouts_s.get("start", 120))
-        self._ref_greeted = True
-        if self.device == "cuda" and self.arch is None:
-            self.arch = self.info.get("capability")
-        self._slots: queue.Queue[_Slot] = queue.Queue()
-        depth = {"candidate": 1}
+        # a token per candidate that may be loaded on a slot at once (harness.resident), and as
+        # many warm candidate workers, so that candidates starting together all start warm
+        self.resident = self.cfg.n_resident(self.device)
+        depth = {"candidate": self.resident}
         if self.device == "cuda" and self.cfg.profile:
             depth["profiler"] = max(1, self.cfg.profiler_spares)
         self._all_slots = [_Slot(self, i, g, depth) for i, g in enumerate(gpus)]
+        first = _RefWorker(self._all_slots[0])
+        self.info = ask(first.w, None, self.cfg.timeouts_s.get("start", 120))
+        first.greeted = True
+        if self.device == "cuda" and self.arch is None:
+            self.arch = self.info.get("capability")
+        self._slots: queue.Queue[_Slot] = queue.Queue()
         for s in self._all_slots:
             s.warm()
-            self._slots.put(s)
+            for _ in range(self.resident):
+                self._slots.put(s)
+        # reference workers (harness.reference_workers), spread over the slots: tasks prepare in parallel
+        n_ref = max(1, int(self.cfg.reference_workers))
+        self._refs: queue.Queue[_RefWorker] = queue.Queue()
+        self._refs.put(first)
+        for i in range(1, n_ref):
+            self._refs.put(_RefWorker(self._all_slots[i % len(self._all_slots)]))
         self.n_build = self.cfg.n_build_workers()
         self._build_spares: queue.Queue[Worker] = queue.Queue()
         self._build_pool = cf.ThreadPoolExecutor(self.n_build, thread_name_prefix="km-build")
-        self._ref_pool = cf.ThreadPoolExecutor(1, thread_name_prefix="km-ref")  # one reference worker
-        self._exec_pool = cf.ThreadPoolExecutor(n_exec, thread_name_prefix="km-exec")
+        self._ref_pool = cf.ThreadPoolExecutor(n_ref, thread_name_prefix="km-ref")
+        self._exec_pool = cf.ThreadPoolExecutor(n_exec * self.resident, thread_name_prefix="km-exec")
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
@@ -333,14 +464,14 @@ class Evaluator:
             fut.set_result(self._finish(r, t0))
             return
         self._fill_ref(ctx, r, ev)
-        slot = self._slots.get()
+        slot = self._slots.get()  # a resident token: the GPU lock is taken inside, only to time
         try:
-            with slot.lock:
-                # from ready to the slot: the exec pool's queue as well as the slot queue
-                t1 = time.perf_counter()
-                ph["slot_wait"] = t1 - t_ready
-                self._execute(slot, src, ctx, r, ev)
-                ph["slot_held"] = time.perf_counter() - t1  # the throughput bound on one GPU
+            # from ready to a token: the exec pool's queue as well as the slot queue
+            t1 = time.perf_counter()
+            ph["slot_wait"] = t1 - t_ready
+            ph["gpu_wait"] = ph["gpu_held"] = 0.0
+            self._execute(slot, src, ctx, r, ev)
+            ph["slot_held"] = time.perf_counter() - t1  # resident on the slot; gpu_held: alone on it
         finally:
             self._slots.put(slot)
         fut.set_result(self._finish(r, t0))
@@ -386,6 +517,9 @@ class Evaluator:
         w.cleanup()
         with self._wlock:
             self._workers.discard(w)
+        for s in getattr(self, "_all_slots", ()):
+            s.forget(w)
+        PAUSES.forget(w)
 
     def _take_build_worker(self) -> Worker:
         """A warm build worker (torch already imported) and a replacement warming up."""
@@ -399,7 +533,7 @@ class Evaluator:
                 self._drop(w)
                 w = None
         w = w or self._spawn("build", None)
-        if self._build_spares.qsize() < self.n_build:
+        while self._build_spares.qsize() < self.n_build:  # candidates submitted together all build warm
             self._build_spares.put(self._spawn("build", None))
         return w
 
@@ -412,26 +546,35 @@ class Evaluator:
             return self._ctx[k]
 
     def _task_context(self, task: Any, ov: dict) -> dict:
-        """Runs on the reference thread, once per (task, shapes)."""
-        c, gpu_lock = self.cfg, self._all_slots[0].lock
+        """Runs on a reference thread, once per (task, shapes), with a free reference worker
+        (``harness.reference_workers`` of them: tasks prepare in parallel)."""
+        rw = self._refs.get()
+        try:
+            return self._prepare_task(rw, task, ov)
+        finally:
+            self._refs.put(rw)
+
+    def _prepare_task(self, rw: _RefWorker, task: Any, ov: dict) -> dict:
+        c = self.cfg
         tt = {"task": getattr(task, "id", task.hash), "prepare_s": 0.0, "compile_s": 0.0, "baseline_s": 0.0}
         t0 = time.perf_counter()
-        if not self._ref.alive():  # a reference that crashed or hung on an earlier task
-            self._drop(self._ref)
-            self._ref, self._ref_greeted = self._spawn("reference", self._all_slots[0].gpu), False
-        if not self._ref_greeted:
-            ask(self._ref, None, c.timeouts_s.get("start", 120))
-            self._ref_greeted = True
-        with gpu_lock:
-            # spot pairs: secret per task; their outputs are the spot checks' references
-            job = {"op": "prepare", "task_source": task.source, "overrides": ov,
-                   "seed": c.seed, "device": self.device, "model_mode": c.model_mode,
-                   "trial_seeds": [c.seed + 1 + i for i in range(c.trials)],
-                   "set_seeds": [c.seed + 1001 + i for i in range(c.input_sets)],
-                   "spot_pairs": timing.spot_pool(random.Random(secrets.randbits(64)), c.input_sets,
-                                                  c.spot_checks + 1, self._scale())}
-            ctx = ask(self._ref, job, c.timeouts_s["baseline"])
+        if not rw.w.alive():  # a reference that crashed or hung on an earlier task
+            rw.renew()
+        if not rw.greeted:
+            ask(rw.w, None, c.timeouts_s.get("start", 120))
+            rw.greeted = True
+        # preparing runs beside candidates' loads and trials (a timed section stops this worker
+        # meanwhile); only the baseline's timing takes the GPU lock.
+        # spot pairs: secret per task; their outputs are the spot checks' references
+        job = {"op": "prepare", "task_source": task.source, "overrides": ov,
+               "seed": c.seed, "device": self.device, "model_mode": c.model_mode,
+               "trial_seeds": [c.seed + 1 + i for i in range(c.trials)],
+               "set_seeds": [c.seed + 1001 + i for i in range(c.input_sets)],
+               "spot_pairs": timing.spot_pool(random.Random(secrets.randbits(64)), c.input_sets,
+                                              c.spot_checks + 1, self._scale())}
+        ctx = ask(rw.w, job, c.timeouts_s["baseline"])
         tt["prepare_s"] = time.perf_counter() - t0
+        ctx["task_id"] = tt["task"]
         ctx["overrides"], ctx["task_source"], ctx["trial_seeds"] = ov, task.source, job["trial_seeds"]
         ctx["refs_constant"] = _same([refs for _, refs in ctx["trials"]])
         ctx["unverifiable"] = unverifiable_reason(ctx["trials"], ctx["refs_constant"])
@@ -446,34 +589,30 @@ class Evaluator:
                 compile_err = None
                 if c.compile_baseline and self.device == "cuda":
                     # compilation is CPU work (up to minutes): it does not hold the GPU; its first
-                    # calls (autotuning, milliseconds of GPU) may overlap a candidate's timed
-                    # calls, whose median absorbs them
+                    # calls (autotuning) are stopped while a candidate's calls are timed
                     t1 = time.perf_counter()
-                    compile_err = ask(self._ref, {"op": "compile", "warmup": c.warmup},
+                    compile_err = ask(rw.w, {"op": "compile", "warmup": c.warmup},
                                       c.timeouts_s["baseline"]).get("compile_error")
                     tt["compile_s"] = time.perf_counter() - t1
                 t1 = time.perf_counter()
-                with gpu_lock:
+                with rw.slot.exclusive(tt, "baseline", str(tt["task"]), rw.w):
                     # the candidate's kind of plan (staged, scaled inputs), from a public seed
                     plan = timing.make_plan(c.seed, c.input_sets, c.warmup, c.timed_calls * timing.rounds(self.device),
                                             [], 0, self._scale())
-                    with self._all_slots[0].quiet():
-                        base = ask(self._ref, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls,
-                                               "plan": plan, "l2_flush_mb": c.l2_flush_mb, "profile": c.profile,
-                                               "system": self._system_job(ctx["dtype"]),
-                                               "profile_calls": c.profiling["system"]["reference_calls"]},
-                                   c.timeouts_s["baseline"])
+                    base = ask(rw.w, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls,
+                                      "plan": plan, "l2_flush_mb": c.l2_flush_mb, "profile": c.profile,
+                                      "system": self._system_job(ctx["dtype"]),
+                                      "profile_calls": c.profiling["system"]["reference_calls"]},
+                               c.timeouts_s["baseline"])
                     with instrumentation(base, "profiling the reference with ncu"):
                         self._ncu(base, "ref_system_profile", "ref_kernel_profile", "reference",
-                                  {"task_source": task.source, "overrides": ov}, ctx["dtype"], self._all_slots[0].gpu)
+                                  {"task_source": task.source, "overrides": ov}, ctx["dtype"], rw.slot.gpu)
                     if "profiling_error" in base:
                         base.setdefault("ref_profiling_error", base.pop("profiling_error"))
                 if self.device == "cuda" and c.profile:
                     # CUPTI stays attached after a profiler session and slows later launches: the
                     # next task's baseline is timed by a fresh reference worker (warming up now)
-                    old, self._ref = self._ref, self._spawn("reference", self._all_slots[0].gpu)
-                    self._ref_greeted = False
-                    self._drop(old)
+                    rw.renew()
                 tt["baseline_s"] = time.perf_counter() - t1
                 if compile_err:
                     base["compile_error"] = compile_err
@@ -526,15 +665,18 @@ class Evaluator:
         return {"record_shapes": s["record_shapes"], "keep_events": s["keep_events"],
                 "summary": {"top": s["top"], "gap_us": s["gap_us"], "ceilings": self.cfg.ceilings, "dtype": dtype}}
 
+    def _ncu_due(self, rec: dict, sys_key: str, kind: str) -> bool:
+        k = self.cfg.profiling["kernel"]
+        return bool(self.device == "cuda" and k["enabled"] and k["reference" if kind == "reference" else "candidates"]
+                    and (rec.get(sys_key) or {}).get("top_kernels"))
+
     def _ncu(self, rec: dict, sys_key: str, out_key: str, kind: str, job: dict, dtype: str, gpu: str | None) -> None:
         """Kernel level (ncu) on the top kernels of ``rec[sys_key]``, when configured."""
-        k = self.cfg.profiling["kernel"]
-        if self.device != "cuda" or not k["enabled"] or not k["reference" if kind == "reference" else "candidates"]:
-            return
-        if not (rec.get(sys_key) or {}).get("top_kernels"):
+        if not self._ncu_due(rec, sys_key, kind):
             return
         from rewards.harness import ncuprof
 
+        k = self.cfg.profiling["kernel"]
         job = {**job, "kind": kind, "seed": self.cfg.seed, "cache_root": self.cache, "fast_build": self.cfg.fast_build,
                "env": self._ext_env(gpu), "model_mode": self.cfg.primary_mode(), "precision": self.cfg.precision,
                "shared_namespace": self.cfg.shared_namespace}  # as the workers have it: cache hits
@@ -626,6 +768,7 @@ class Evaluator:
         ph["take"] = time.perf_counter() - t0  # includes spawning the next spare
         phase, pw = "start", None
         compiles: dict = {}  # per worker: its compiler runs (cumulative), the builds the pool missed
+        label = self._label(ctx, src)
 
         def timed(name: str, job: dict | None, limit: float, who: Worker | None = None) -> dict:
             t0 = time.perf_counter()
@@ -638,6 +781,8 @@ class Evaluator:
                 raise
             finally:  # parent wall per phase; worker_s below says how much was the worker's own
                 ph[name] = time.perf_counter() - t0
+                self.timeline.append({"kind": "phase", "slot": slot.index, "what": name, "label": label,
+                                      "start": t0, "end": t0 + ph[name]})
                 if isinstance(res, dict) and "compiles" in res:  # not evidence of the program itself
                     compiles[id(who or w)] = (res.pop("compiles"), res.pop("compile_s", 0.0))
         try:
@@ -664,22 +809,24 @@ class Evaluator:
             ph["trials_worker"] = res.get("op_s", 0.0)
             for k in ("precision_flags", "precision_flags_changed"):  # after load and trials; timing updates them
                 ev[k] = res.get(k, {})
-            t0 = time.perf_counter()
             dev = ev["judge_device"] = self._judge_device(slot)
-            ok = self._judge_modes(res["trials"], ctx, r, ev, dev)
-            ph["judge"] = time.perf_counter() - t0
+            with self._judging(slot, ph, label, dev):
+                t0 = time.perf_counter()
+                ok = self._judge_modes(res["trials"], ctx, r, ev, dev)
+                ph["judge"] = time.perf_counter() - t0
             if not ok:
                 return
             phase = "timing"
             plan = self._plan(ctx)
-            with slot.quiet() as stopped:
+            with slot.exclusive(ph, "time", label, w) as stopped:  # the timed calls: alone on the device
                 tr = timed("time", {"op": "time", "staged": "sets", "plan": plan,
                                     "calls": c.timed_calls, "l2_flush_mb": c.l2_flush_mb}, t["timing"])
             ev["spares_paused"] = len(stopped)
             ph["time_worker"] = tr.get("op_s", 0.0)
-            t0 = time.perf_counter()
-            self._timing(tr, ctx, plan, r, ev, dev)
-            ph["judge"] += time.perf_counter() - t0
+            with self._judging(slot, ph, label, dev):
+                t0 = time.perf_counter()
+                self._timing(tr, ctx, plan, r, ev, dev)
+                ph["judge"] += time.perf_counter() - t0
             if self.device == "cuda" and c.profile and r.status == "ok":
                 phase = "profile"
                 r.log_tail = w.log_tail()
@@ -716,23 +863,38 @@ class Evaluator:
         recorded as ``profiling_error`` and leaves status and timing as measured. The profiler
         worker goes into ``holder`` (the caller drops it)."""
         c, t, ph = self.cfg, self.cfg.timeouts_s, ev["phases_s"]
+        label = self._label(ctx, src)
         with instrumentation(ev, "the profiled run"):
             holder.append(slot.take("profiler"))
             pw = holder[0]
-            timed("profile_start", None, t.get("start", 120), pw)
+            timed("profile_start", None, t.get("start", 120), pw)  # start and load beside other work
             timed("profile_load", job, t["correctness"], pw)
-            prof = timed("profile", {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
-                                     "system": self._system_job(ctx["dtype"])}, t["timing"], pw)
+            with slot.exclusive(ph, "profile", label, pw):
+                prof = timed("profile", {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
+                                         "system": self._system_job(ctx["dtype"])}, t["timing"], pw)
             prof.pop("op_s", None)
             ev.update(prof)
         if "profiling_error" in ev:
             return
         t0 = time.perf_counter()
-        with instrumentation(ev, "ncu"):
+        due = self._ncu_due(ev, "system_profile", "candidate")
+        with instrumentation(ev, "ncu"), slot.exclusive(ph, "ncu", label) if due else contextlib.nullcontext():
             self._ncu(ev, "system_profile", "kernel_profile", "candidate",
                       {"task_source": ctx["task_source"], "overrides": ctx["overrides"],
                        "candidate_source": src}, ctx["dtype"], slot.gpu)
         ph["ncu"] = time.perf_counter() - t0
+
+    @staticmethod
+    def _label(ctx: dict, src: str) -> str:
+        """Names one evaluation in ``timeline``: task and the candidate's source hash."""
+        return f"{ctx.get('task_id', '?')}/{hashlib.sha256(src.encode()).hexdigest()[:12]}"
+
+    def _judging(self, slot: _Slot, ph: dict, label: str, dev: str):
+        """The parent's comparisons: on the slot's own device (its GPU; on a CPU run the CPU) they
+        must not overlap a timed section, so they take the lock briefly (others keep running)."""
+        if dev == "cpu" and self.device != "cpu":
+            return contextlib.nullcontext()
+        return slot.exclusive(ph, "judge", label, quiet=False)
 
     def _judge_device(self, slot: _Slot) -> str:
         """Where the parent compares outputs: the slot's GPU (it holds the slot; milliseconds,

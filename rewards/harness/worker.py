@@ -180,6 +180,8 @@ class Candidate:
         if isinstance(self.model, torch.nn.Module):
             self.model = self.model.to(self.device)
         set_mode(self.model, self.mode)
+        if self.device == "cuda":  # nothing of the load left running on the GPU when it answers:
+            torch.cuda.synchronize()  # a resident candidate's work must not reach a timed section
         self.build = _build_summary()
 
     def trials(self, sets: list, seeds: list | None = None, modes: list | None = None) -> dict:

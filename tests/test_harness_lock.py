@@ -1,0 +1,300 @@
+"""The GPU lock covers only what must be alone on the device (issue 17): timed calls, the profiled
+run, ncu, judging and the reference's timing. Candidates start, load and run trials side by side
+(``harness.resident`` per slot); while one is timed the slot's other workers are stopped, and their
+phase limits do not count the pause. ``Evaluator.timeline`` records every held section.
+
+The fast tests drive the pieces with plain processes; the slow ones run the real harness on CPU
+(the "GPU" slot is the CPU worker there). The GPU twin at the bottom runs on the GPU machine:
+``python -m pytest -q -m gpu tests/test_harness_lock.py``.
+"""
+
+import collections
+import subprocess
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from mining.tasks import Task, load_file
+from rewards.harness import Evaluator, protocol
+from rewards.harness import evaluator as evmod
+
+CANDS = Path(__file__).parent / "candidates"
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def overlapping(sections: list[dict]) -> list[tuple[dict, dict]]:
+    """Pairs of held sections on one slot whose intervals intersect."""
+    out = []
+    for slot in {s["slot"] for s in sections}:
+        xs = sorted((s for s in sections if s["slot"] == slot), key=lambda s: s["start"])
+        out += [(a, b) for a, b in zip(xs, xs[1:], strict=False) if b["start"] < a["end"]]
+    return out
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def _answering_worker(after_s: float) -> "_Fake":
+    """A process that answers one message ``after_s`` seconds after it starts (no torch import:
+    the frame is made here)."""
+    import socket
+    from multiprocessing.connection import Connection
+
+    a, b = socket.socketpair()
+    frame = protocol.dumps({"ok": 1}).hex()
+    code = ("import sys, time\nfrom multiprocessing.connection import Connection\n"
+            "c = Connection(int(sys.argv[1])); time.sleep(float(sys.argv[2])); c.send_bytes(bytes.fromhex(sys.argv[3]))\n"
+            "time.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-c", code, str(b.fileno()), str(after_s), frame], pass_fds=(b.fileno(),))
+    b.close()
+    return _Fake(Connection(a.detach()), p)
+
+
+class _Fake:
+    """The parts of sandbox.Worker that ask() and the slot use."""
+
+    def __init__(self, conn, proc):
+        self.conn, self.proc = conn, proc
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill_process(self) -> None:
+        self.proc.kill()
+
+    def exit_reason(self) -> str:
+        return f"exited {self.proc.poll()}"
+
+
+def _slot(members) -> evmod._Slot:
+    ev = types.SimpleNamespace(timeline=collections.deque())
+    s = evmod._Slot(ev, 0, None, {})
+    s.members.update(members)
+    return s
+
+
+def _end(*ws):
+    for w in ws:
+        w.proc.kill()
+        w.proc.wait()
+
+
+# -- fast: the pieces -------------------------------------------------------------------------
+def test_the_overlap_check_finds_overlap_and_passes_disjoint_sections():
+    a = {"slot": 0, "start": 0.0, "end": 1.0}
+    assert overlapping([a, {"slot": 0, "start": 0.5, "end": 2.0}])  # the check can fail
+    assert not overlapping([a, {"slot": 0, "start": 1.0, "end": 2.0}, {"slot": 1, "start": 0.2, "end": 0.3}])
+
+
+def test_exclusive_stops_the_slots_other_workers_and_logs_the_held_section():
+    busy, timed = _answering_worker(30), _answering_worker(30)
+    slot = _slot([busy, timed])
+    try:
+        acc = {}
+        with slot.exclusive(acc, "time", "t/x", exempt=timed) as stopped:
+            time.sleep(0.2)
+            assert stopped == [busy]
+            assert _state(busy.proc.pid) == "T" and _state(timed.proc.pid) != "T"  # the timed one runs
+        time.sleep(0.2)
+        assert _state(busy.proc.pid) != "T"  # resumed
+        assert acc["gpu_held"] >= 0.2 and acc["gpu_wait"] >= 0.0
+        (sec,) = slot.ev.timeline
+        assert (sec["kind"], sec["what"], sec["label"]) == ("gpu", "time", "t/x") and sec["end"] - sec["start"] >= 0.2
+        with slot.exclusive(acc, "judge", "t/x", quiet=False) as stopped:  # the parent's own work
+            assert stopped == [] and _state(busy.proc.pid) != "T"
+    finally:
+        _end(busy, timed)
+
+
+def test_a_candidate_that_writes_to_its_socket_is_still_stopped():
+    """A worker that ran candidate code cannot dodge the pause by making its socket readable
+    (the candidate can write to it); an idle spare whose hello is waiting is left alone."""
+    dodger, spare = _answering_worker(0.0), _answering_worker(0.0)  # both have bytes waiting
+    slot = _slot([dodger, spare])
+    slot.spares["candidate"] = collections.deque([spare])
+    try:
+        time.sleep(0.5)
+        assert dodger.conn.poll(0) and spare.conn.poll(0)
+        with slot.exclusive({}, "time", "t/x") as stopped:
+            time.sleep(0.2)
+            assert stopped == [dodger] and _state(dodger.proc.pid) == "T" and _state(spare.proc.pid) != "T"
+    finally:
+        _end(dodger, spare)
+
+
+def test_a_second_holder_waits_and_its_wait_is_counted():
+    slot, acc1, acc2 = _slot([]), {}, {}
+
+    def hold():
+        with slot.exclusive(acc1, "time", "a"):
+            time.sleep(0.5)
+    t = threading.Thread(target=hold)
+    t.start()
+    time.sleep(0.1)
+    with slot.exclusive(acc2, "time", "b"):
+        pass
+    t.join()
+    assert acc2["gpu_wait"] >= 0.3 and not overlapping(list(slot.ev.timeline))
+
+
+def test_a_worker_paused_for_anothers_timing_keeps_its_own_phase_limit():
+    """Stopped 2 s inside a 1.5 s limit, a worker whose own work takes 1 s still answers in time;
+    its twin, which really takes 2.3 s, times out."""
+    w = _answering_worker(1.0)
+    slot = _slot([w])
+    out = {}
+
+    def asking():
+        try:
+            out["res"] = evmod.ask(w, None, 1.5)
+        except Exception as e:  # noqa: BLE001
+            out["res"] = e
+    try:
+        t = threading.Thread(target=asking)
+        t.start()
+        time.sleep(0.3)
+        with slot.exclusive({}, "time", "other"):
+            time.sleep(2.0)
+            assert _state(w.proc.pid) == "T"
+        t.join()
+        assert out["res"] == {"ok": 1}, out["res"]
+    finally:
+        _end(w)
+    slow = _answering_worker(2.3)
+    try:
+        with pytest.raises(evmod.PhaseTimeout):
+            evmod.ask(slow, None, 1.5)
+    finally:
+        _end(slow)
+
+
+def test_config_keys_for_scheduling():
+    from rewards.harness.config import HarnessConfig
+
+    c = HarnessConfig.from_mapping({})
+    assert (c.n_resident("cuda"), c.n_resident("cpu"), c.reference_workers) == (4, 2, 2)
+    assert HarnessConfig.from_mapping({"resident": 1}).n_resident("cuda") == 1
+
+
+# -- slow: the real harness on CPU ------------------------------------------------------------
+PLAIN = (CANDS / "py_probe.py").read_text().replace("        PROBE\n", "")
+SLOW_INIT = PLAIN.replace("        super().__init__()\n", "        super().__init__()\n        import time; time.sleep(3)\n")
+
+
+def variant(src: str, n: int) -> str:
+    return src + f"\n_VARIANT = {n}\n"  # a distinct source: its own label in the timeline
+
+
+def relu_task() -> Task:
+    t = load_file(CANDS / "tiny_task.py")
+    return Task(id="tiny_relu", name="tiny_relu", level=0, family="mlp",
+                source=t.source.replace("torch.nn.functional.gelu", "torch.relu"))
+
+
+RELU = PLAIN.replace("F.gelu(", "F.relu(")
+
+
+def cpu_cfg(tmp_path, **kw) -> dict:
+    return {"device": "cpu", "cache_dir": str(tmp_path), "timed_calls": 12, "warmup": 2,
+            "build_construct": {"enabled": False},  # __init__ runs in the slot, where its time is the point
+            "timeouts_s": {"correctness": 60, "timing": 60}, **kw}
+
+
+@pytest.mark.slow
+def test_timed_sections_never_overlap_across_candidates_and_tasks(tmp_path):
+    gelu = load_file(CANDS / "tiny_task.py")
+    relu = relu_task()
+    with Evaluator(cpu_cfg(tmp_path, resident=3)) as ev:
+        futs = [ev.submit(gelu, variant(PLAIN, i)) for i in range(3)] + [ev.submit(relu, variant(RELU, i)) for i in range(3)]
+        rs = [f.result() for f in futs]
+        tl = list(ev.timeline)
+    assert [r.status for r in rs] == ["ok"] * 6, [(r.status, r.error) for r in rs]
+    held = [s for s in tl if s["kind"] == "gpu"]
+    assert not overlapping(held), overlapping(held)
+    assert sum(s["what"] == "time" for s in held) == 6 and sum(s["what"] == "baseline" for s in held) == 2
+    for r in rs:  # where the time went: waiting for and holding the lock
+        ph = r.evidence["phases_s"]
+        assert ph["gpu_held"] >= ph["time"] > 0 and ph["gpu_wait"] >= 0
+    # the candidates did run side by side: some load or trials overlapped another's timed calls
+    phases = [s for s in tl if s["kind"] == "phase" and s["what"] in ("start", "load", "trials")]
+    timed = [s for s in held if s["what"] == "time"]
+    assert any(p["label"] != t["label"] and p["start"] < t["end"] and t["start"] < p["end"] for p in phases for t in timed)
+
+
+def _slow_and_fast(tmp_path, resident: int) -> tuple[dict, dict, list]:
+    task = load_file(CANDS / "tiny_task.py")
+    with Evaluator(cpu_cfg(tmp_path, resident=resident, build_workers=2)) as ev:
+        assert ev.submit(task, variant(PLAIN, 99)).result().status == "ok"  # reference ready
+        time.sleep(10)  # spares warm (build and candidate workers import torch: seconds on 2 cores)
+        h = lambda src: evmod.Evaluator._label({"task_id": task.id}, src)  # noqa: E731
+        slow = ev.submit(task, SLOW_INIT)
+        t0 = time.perf_counter()  # the fast one comes once the slow one's __init__ is running
+        while not any(s["what"] == "stage" and s["label"] == h(SLOW_INIT) for s in list(ev.timeline)):
+            assert time.perf_counter() - t0 < 120 and not slow.done()
+            time.sleep(0.05)
+        fast = ev.submit(task, PLAIN)
+        rs, rf = slow.result(), fast.result()
+        tl = list(ev.timeline)
+    assert (rs.status, rf.status) == ("ok", "ok"), (rs.error, rf.error)
+    load = next(s for s in tl if s["kind"] == "phase" and s["what"] == "load" and s["label"] == h(SLOW_INIT))
+    timed = next(s for s in tl if s["kind"] == "gpu" and s["what"] == "time" and s["label"] == h(PLAIN))
+    assert load["end"] - load["start"] >= 3.0
+    return load, timed, tl
+
+
+@pytest.mark.slow
+def test_a_slow_init_does_not_hold_up_another_candidates_timing(tmp_path):
+    load, timed, tl = _slow_and_fast(tmp_path, resident=2)
+    assert load["start"] < timed["start"] and timed["end"] < load["end"], (load, timed)
+    assert not overlapping([s for s in tl if s["kind"] == "gpu"])
+
+
+@pytest.mark.slow
+def test_with_one_resident_the_slow_init_does_hold_it_up(tmp_path):
+    """The twin: one candidate at a time (the old schedule), the fast one is timed after the load."""
+    load, timed, _ = _slow_and_fast(tmp_path, resident=1)
+    assert timed["start"] > load["end"]
+
+
+# -- GPU: run on the GPU machine ----------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_eight_candidates_two_tasks_no_overlap_and_slow_init_does_not_block(tmp_path):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    gelu, relu = load_file(CANDS / "tiny_task.py"), relu_task()
+    cfg = {"device": "cuda", "cache_dir": str(tmp_path), "compile_baseline": False, "resident": 4,
+           "build_construct": {"enabled": False}}
+    with Evaluator(cfg) as ev:
+        assert ev.submit(gelu, variant(PLAIN, 99)).result().status == "ok"  # warm: reference, spares
+        time.sleep(2)
+        h = evmod.Evaluator._label({"task_id": gelu.id}, SLOW_INIT)
+        slow = ev.submit(gelu, SLOW_INIT)
+        t0 = time.perf_counter()  # the others come once the slow one's __init__ is running
+        while not any(s["what"] == "stage" and s["label"] == h for s in list(ev.timeline)):
+            assert time.perf_counter() - t0 < 120 and not slow.done()
+            time.sleep(0.05)
+        futs = [ev.submit(gelu, variant(PLAIN, i)) for i in range(4)] + [ev.submit(relu, variant(RELU, i)) for i in range(3)]
+        rs = [slow.result()] + [f.result() for f in futs]
+        tl = list(ev.timeline)
+    assert [r.status for r in rs] == ["ok"] * 8, [(r.status, r.error) for r in rs]
+    held = [s for s in tl if s["kind"] == "gpu"]
+    assert not overlapping(held), overlapping(held)
+    assert {"time", "profile", "baseline"} <= {s["what"] for s in held}
+    assert sum(s["what"] == "time" for s in held) == 9
+    load = next(s for s in tl if s["kind"] == "phase" and s["what"] == "load" and s["label"] == h)
+    assert load["end"] - load["start"] >= 3.0
+    others = [s for s in held if s["what"] == "time" and load["start"] < s["start"] and s["end"] < load["end"]]
+    assert others, "no other candidate was timed while the slow one loaded"
+    for r in rs:
+        ph = r.evidence["phases_s"]
+        assert ph["gpu_held"] >= ph["time"] + ph["profile"] - 0.01 and ph["gpu_wait"] >= 0
+        print(r.status, r.runtime_us, {k: ph.get(k) for k in ("load", "time", "profile", "gpu_wait", "gpu_held", "slot_held", "total")})
