@@ -21,7 +21,7 @@ will use, kernel exploits). Use a container or VM for hostile code at scale.
 from __future__ import annotations
 
 import ctypes
-import json
+import marshal
 import os
 import re
 import signal
@@ -191,9 +191,9 @@ class Policy:
         try:
             if uid is not None:
                 os.chown(scratch, uid, self.gid)
-            p = subprocess.run([sys.executable, "-I", "-S", _LAUNCHER, json.dumps(spec), "--probe"], cwd=scratch,
+            p = subprocess.run([sys.executable, "-I", "-S", _LAUNCHER, marshal.dumps(spec).hex(), "--probe"], cwd=scratch,
                                capture_output=True, text=True, timeout=60, preexec_fn=_child_setup)
-            got = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 and p.stdout.strip() else \
+            got = marshal.loads(bytes.fromhex(p.stdout.strip().splitlines()[-1])) if p.returncode == 0 and p.stdout.strip() else \
                 {"error": (p.stderr.strip().splitlines() or ["the probe failed"])[-1][:200]}
         except (OSError, ValueError, subprocess.SubprocessError) as e:
             got = {"error": str(e)[:200]}
@@ -201,6 +201,9 @@ class Policy:
             import shutil
 
             shutil.rmtree(scratch, ignore_errors=True)
+        if got.get("uid") and not got.get("gpu_nodes", True):
+            got.pop("uid")
+            got["error"] = "the GPU device nodes refuse another uid (make /dev/nvidia* mode 0666)"
         if got.get("mounts") and not got.get("hidden"):
             got.pop("mounts")
             got["error"] = "the mount view did not hide the cache"
@@ -235,7 +238,7 @@ class Policy:
                 for n in [d, *(os.path.join(d, f) for f in files)]:
                     os.lchown(n, uid, self.gid)
         env = {"KM_NET_DONE": "network namespace entered (sandbox)"} if "net" in want else {}
-        return [sys.executable, "-I", "-S", _LAUNCHER, json.dumps(self._spec(scratch, uid, want, loopback)), "--",
+        return [sys.executable, "-I", "-S", _LAUNCHER, marshal.dumps(self._spec(scratch, uid, want, loopback)).hex(), "--",
                 *argv], uid, env
 
     def finish(self, uid: int | None) -> None:
@@ -257,12 +260,10 @@ def kill_uid(uid: int, rounds: int = 50) -> int:
                 continue
             try:
                 with open(f"/proc/{p}/status") as f:
-                    for line in f:
-                        if line.startswith("Uid:"):
-                            if int(line.split()[1]) == uid:
-                                found.append(int(p))
-                            break
-            except (OSError, ValueError, IndexError):
+                    st = dict(line.split(":", 1) for line in f if line.startswith(("State:", "Uid:")))
+                if int(st["Uid"].split()[0]) == uid and not st["State"].strip().startswith(("Z", "X")):
+                    found.append(int(p))  # a zombie is dead already: its parent reaps it
+            except (OSError, ValueError, IndexError, KeyError):
                 continue
         if not found:
             return n
@@ -361,12 +362,12 @@ class Worker:
     def kill(self) -> None:
         self.kill_process()
         _kill_session(self.proc.pid)  # ninja puts each compiler in its own process group
-        if self.sandbox is not None:
-            self.sandbox.finish(self.uid)  # what escaped the session (setsid, double fork)
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        if self.sandbox is not None:
+            self.sandbox.finish(self.uid)  # what escaped the session (setsid, double fork)
         try:
             self.conn.close()
         except OSError:
