@@ -45,7 +45,7 @@ class HarnessConfig:
     sandbox: str = "best"  # strict: refuse without every protection | best: what the machine allows | off
     sandbox_hide: list = field(default_factory=list)  # more paths workers must not see (store, checkpoints)
     sandbox_uids: list = field(default_factory=lambda: [2_000_000_000, 1_000_000])  # [first, count] of worker uids
-    sandbox_ncu_uid: bool = True  # ncu under the worker uid (needs NVreg_RestrictProfilingToAdminUsers=0)
+    sandbox_ncu_uid: bool = True  # ncu under a worker uid where the driver allows users counters, else root in the view
     compile_baseline: bool = True
     baselines: bool = True
     profile: bool = True

@@ -107,6 +107,15 @@ def set_undumpable() -> bool:
         return False
 
 
+def _counters_admin_only() -> bool:
+    """The NVIDIA driver's NVreg_RestrictProfilingToAdminUsers (ncu as a user fails with ERR_NVGPUCTRPERM)."""
+    try:
+        with open("/proc/driver/nvidia/params") as f:
+            return "RmProfilingAdminOnly: 1" in f.read()
+    except OSError:
+        return False
+
+
 def _in(p: str, d: str) -> bool:
     return p == d or p.startswith(d.rstrip("/") + "/")
 
@@ -135,7 +144,11 @@ class Policy:
             self._probe()
         else:
             self.dumpable = True
+        # ncu reads performance counters: as another uid only where the driver lets users do so
+        self.ncu_as_user = ncu_uid and not _counters_admin_only()
         self.evidence = self._evidence()
+        if self.active:
+            self.evidence["ncu"] = "dedicated uid" if self.ncu_as_user and "uid" in self.want else "root in the view"
         missing = sorted(k for k, v in _FULL.items() if self.evidence.get(k) != v and not (k == "net" and not netns))
         self.evidence["missing"] = missing
         if mode == "strict" and missing:
@@ -229,7 +242,7 @@ class Policy:
         if not self.active:
             return argv, None, {}
         want = tuple(w for w in self.want if w != "net" or netns)
-        if ncu and not self.ncu_uid:
+        if ncu and not self.ncu_as_user:
             want = tuple(w for w in want if w != "uid")
         uid = self._uid() if "uid" in want else None
         self._ensure_ext()
