@@ -1,7 +1,7 @@
 """The sandbox on the GPU machine: a CUDA candidate runs, is timed and profiled under its own uid
 in the mount view, and a candidate that tries to rewrite the cached baselines changes nothing.
 
-    python -m pytest -m gpu -q tests/test_sandbox_gpu.py tests/test_sandbox_attacks.py
+    python -m pytest -q tests/test_sandbox_gpu.py tests/test_sandbox_attacks.py tests/test_sandbox_policy.py
 """
 
 import hashlib
