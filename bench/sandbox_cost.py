@@ -35,6 +35,25 @@ def one(policy: Policy | None, cache: str) -> tuple[float, float]:
     return t1 - t0, time.perf_counter() - t1
 
 
+def launcher_only(policy: Policy, cache: str, n: int) -> tuple[float, float, float]:
+    """Medians (s): the launcher running /bin/true, a bare ``python -I -S``, and the clean-up
+    (kill by uid, seal): the sandbox's own cost, without torch's import noise."""
+    import subprocess
+
+    xs = []
+    for _ in range(n):
+        s = tempfile.mkdtemp(dir=os.path.join(cache, "scratch"))
+        argv, uid, _ = policy.launch(["/bin/true"], s)
+        t0 = time.perf_counter()
+        subprocess.run(argv, cwd=s, check=True)
+        t1 = time.perf_counter()
+        subprocess.run([sys.executable, "-I", "-S", "-c", "pass"], check=True)
+        t2 = time.perf_counter()
+        policy.finish(uid)
+        xs.append((t1 - t0, t2 - t1, time.perf_counter() - t2))
+    return tuple(statistics.median(x[i] for x in xs) for i in range(3))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=8)
@@ -44,6 +63,8 @@ def main() -> None:
     best = Policy("best", cache)
     probe_s = time.perf_counter() - t0
     print(f"probe: {probe_s * 1e3:.1f} ms once per evaluator; sandbox: {best.evidence}")
+    la, bare, fin = launcher_only(best, cache, 3 * args.n)
+    print(f"launcher {la * 1e3:.1f} ms (a bare interpreter {bare * 1e3:.1f} ms), clean-up {fin * 1e3:.1f} ms")
     res = {}
     for name, pol in (("off", None), ("best", best)) * 2:  # interleaved: the machine's load drifts
         for _ in range(args.n):
