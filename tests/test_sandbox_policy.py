@@ -76,6 +76,28 @@ def test_launcher_view_hides_the_cache_and_the_tree_keeps_scratch(tmp_path, monk
     assert (cache / "baselines" / "t.json").read_text() == "{}"
 
 
+def test_a_venv_inside_the_checkout_stays_visible_the_rest_of_it_does_not(tmp_path):
+    p = Policy("off", str(tmp_path / "cache"))
+    checkout = os.path.dirname(os.path.realpath(sys.prefix))  # as if the venv were <checkout>/.venv
+    keep = p._keep(checkout)
+    assert keep[os.path.realpath(sys.prefix)] == "ro" and keep[os.path.join(checkout, "rewards", "__init__.py")] == "empty"
+    assert not any(checkout.startswith(k) for k in keep)  # neither the checkout nor a parent of it
+    harness = {os.path.join(sandbox._HARNESS_ROOT, "rewards", x) for x in ("harness", "__init__.py")}
+    mine = p._keep(sandbox._HARNESS_ROOT)  # this checkout: the harness, and a venv if it has one inside
+    assert all(k in harness or k.startswith(os.path.realpath(sys.prefix))
+               for k in mine if k.startswith(sandbox._HARNESS_ROOT + "/"))
+
+
+@linux_root
+def test_workers_start_when_the_venv_lives_in_the_hidden_checkout(tmp_path, monkeypatch):
+    checkout = os.path.dirname(os.path.realpath(sys.prefix))
+    monkeypatch.setattr(sandbox, "_HARNESS_ROOT", checkout)
+    p = Policy("strict", str(tmp_path / "cache"))
+    r, _ = run_in(p, tmp_path, f"import os; print(sorted(os.listdir({checkout!r})))")
+    assert r.returncode == 0, r.stderr
+    assert eval(r.stdout) == sorted({os.path.basename(os.path.realpath(sys.prefix)), "rewards"})
+
+
 DAEMON = """
 import os, sys
 if os.fork() == 0:

@@ -165,13 +165,16 @@ class Policy:
         return bool(self.want)
 
     def _keep(self, root_dir: str) -> dict:
-        ro = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-              os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
-        ro |= {p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)}
-        ro |= {p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p) and os.path.isdir(p)}
-        ro |= {os.environ[k] for k in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(k)}
-        # the project tree only through the harness package, under an empty rewards/__init__.py
-        ro = {os.path.realpath(p) for p in ro if not (_in(root_dir, p) or _in(p, root_dir))}
+        real = lambda ps: {os.path.realpath(p) for p in ps if p and os.path.isabs(p) and os.path.exists(p)}  # noqa: E731
+        prefixes = real({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                         os.path.dirname(os.path.dirname(sys.executable)),
+                         os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))})
+        other = real([*sys.path, *os.environ.get("PATH", "").split(os.pathsep),
+                      *(os.environ.get(k, "") for k in ("CUDA_HOME", "CUDA_PATH"))])
+        # the project tree only through the harness package (under an empty rewards/__init__.py)
+        # and a Python installed inside it (a .venv in the checkout)
+        ro = {p for p in prefixes if not _in(root_dir, p)}
+        ro |= {p for p in other if not _in(root_dir, p) and (not _in(p, root_dir) or any(_in(p, q) for q in ro))}
         keep = {p: "ro" for p in ro if not _in(p, self.cache)}
         keep[os.path.join(root_dir, "rewards", "harness")] = "ro"
         keep[os.path.join(root_dir, "rewards", "__init__.py")] = "empty"
