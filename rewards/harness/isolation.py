@@ -1,10 +1,8 @@
-"""Isolation of every process that runs candidate code (build, candidate, profiler workers; ncu).
-
-Two halves in one file. The launcher (``python -I -S isolation.py SPEC -- ARGV...``, stdlib only,
-run before the worker's interpreter; SPEC is a hex marshal of a dict) enters new namespaces, rebuilds the file system view, drops
-to the worker's own uid and execs ARGV. The ``Policy`` (orchestrator side) probes once what the
-machine allows, writes each worker's spec, and afterwards kills what the worker's uid left running
-and seals the builds it made.
+"""The launcher that isolates every process running candidate code (build, candidate, profiler
+workers; ncu): ``python -I -S isolation.py SPEC -- ARGV...`` (stdlib only; SPEC is a hex marshal of
+a dict that ``sandbox.Policy`` writes) enters new namespaces, rebuilds the file-system view,
+drops to the worker's own uid and execs ARGV. ``--probe`` instead of ``--`` tries the same and
+prints what applied (the Policy probes once per evaluator).
 
 The view (root, or an unprivileged user namespace): a private mount namespace where the cache root,
 the project tree, ``~``, /root, /home and ``harness.sandbox_hide`` are empty read-only tmpfs, with
@@ -32,7 +30,6 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 _ST_FLAGS = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC)) if hasattr(os, "ST_NOSUID") else ()
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 EXIT_SETUP = 121  # the launcher could not apply its spec (message on stderr: the worker log)
-PROTECTIONS = ("uid", "mounts", "net", "dumpable", "reap")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -114,7 +111,7 @@ def apply(spec: dict, probe: bool = False) -> dict:
     """Apply ``spec`` to this process; returns what applied. Not probing, a failure raises."""
     got: dict = {}
     root = os.geteuid() == 0
-    want = spec.get("want", PROTOCOL_ALL)
+    want = spec.get("want", WANT_ALL)
     flags = 0
     if "mounts" in want or "net" in want:
         flags = (CLONE_NEWNS if "mounts" in want else 0) | (CLONE_NEWNET if "net" in want else 0)
@@ -158,7 +155,7 @@ def apply(spec: dict, probe: bool = False) -> dict:
     return got
 
 
-PROTOCOL_ALL = ("mounts", "net", "uid")
+WANT_ALL = ("mounts", "net", "uid")
 
 
 def main(argv: list[str]) -> None:
