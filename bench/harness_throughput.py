@@ -298,6 +298,7 @@ def main() -> None:
                          "candidate, or its single-sample serial loop on --baseline-n of them")
     ap.add_argument("--baseline-n", type=int, default=None, help="serial baseline: candidates (cuda 2, cpu 1)")
     ap.add_argument("--cv-reps", type=int, default=5)
+    ap.add_argument("--sandbox", choices=("best", "strict", "off"), default="best", help="harness.sandbox (its cost: best vs off)")
     ap.add_argument("--ncu", action="store_true", help="also run ncu on the top kernels (reference and each candidate)")
     ap.add_argument("--timed-calls", type=int, default=None, help="harness and baseline (cuda 100, cpu 20)")
     args = ap.parse_args()
@@ -315,7 +316,7 @@ def main() -> None:
     # ncu per candidate (20-30 s of GPU each) is Verifier feedback, not reward: measured by
     # scripts/gpu_capture_profiles.sh; here it is on only with --ncu
     cfg = {"device": dev, "cache_dir": cache, "compile_baseline": False, "timed_calls": calls,
-           "profiling": {"kernel": {"enabled": args.ncu}}}
+           "profiling": {"kernel": {"enabled": args.ncu}}, "sandbox": args.sandbox}
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
 
     t0 = time.perf_counter()

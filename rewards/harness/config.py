@@ -44,6 +44,11 @@ class HarnessConfig:
     timeline_entries: int = 4096  # Evaluator.timeline: the last GPU-lock sections and phases, for checks
     cache_dir: str = "~/.cache/kernelmine"
     network_namespace: bool = True
+    # isolation of processes that run candidate code (sandbox.Policy, docs/sandbox.md)
+    sandbox: str = "best"  # strict: refuse without every protection | best: what the machine allows | off
+    sandbox_hide: list = field(default_factory=list)  # more paths workers must not see (store, checkpoints)
+    sandbox_uids: list = field(default_factory=lambda: [2_000_000_000, 1_000_000])  # [first, count] of worker uids
+    sandbox_ncu_uid: bool = True  # ncu under a worker uid where the driver allows users counters, else root in the view
     compile_baseline: bool = True
     baselines: bool = True
     profile: bool = True
@@ -87,6 +92,8 @@ class HarnessConfig:
         bad = sorted(set(base.precision) - {"matmul_tf32", "cudnn_tf32"})
         if bad or not all(isinstance(v, bool) for v in base.precision.values()):
             raise ValueError(f"harness.precision takes matmul_tf32 and cudnn_tf32 (true/false), not {base.precision!r}")
+        if base.sandbox not in ("strict", "best", "off"):
+            raise ValueError(f"harness.sandbox must be strict, best or off, not {base.sandbox!r}")
         lo, hi = (float(v) for v in base.timing_scale_range)
         if not 0 < lo <= hi:
             raise ValueError("harness.timing_scale_range must be [lo, hi] with 0 < lo <= hi")

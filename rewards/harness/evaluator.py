@@ -42,7 +42,7 @@ from rewards.harness import baselines, floor, precision, protocol, timing
 from rewards.harness.compare import compare, zeros_would_pass
 from rewards.harness.config import HarnessConfig
 from rewards.harness.result import EvalResult
-from rewards.harness.sandbox import Worker
+from rewards.harness.sandbox import Policy, Worker
 
 
 class PhaseTimeout(Exception):
@@ -329,10 +329,13 @@ class Evaluator:
         # checking that timed sections never overlap (the last ``timeline_entries``)
         self.timeline: collections.deque[dict] = collections.deque(maxlen=self.cfg.timeline_entries)
         self.info: dict = {}
+        self._sandbox: Policy | None = None
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Evaluator:
         os.makedirs(self.cache, exist_ok=True)
+        c = self.cfg  # what isolates candidate processes here (probed once; strict raises)
+        self._sandbox = Policy(c.sandbox, self.cache, c.sandbox_hide, c.sandbox_uids, c.network_namespace, c.sandbox_ncu_uid)
         n_exec = self.cfg.n_exec_workers(self.device)
         gpus = self._visible_gpus()[:n_exec] if self.device == "cuda" else [None] * n_exec
         # a token per candidate that may be loaded on a slot at once (harness.resident), and as
@@ -434,7 +437,7 @@ class Evaluator:
     def _new_result(self) -> EvalResult:
         r = EvalResult(status="invalid", device=self.device, gpu=self.info.get("gpu"),
                        torch=torch.__version__, cuda=torch.version.cuda)
-        r.evidence = {"worker_restarts": 0, "phases_s": {}}
+        r.evidence = {"worker_restarts": 0, "phases_s": {}, "sandbox": dict(self._sandbox.evidence) if self._sandbox else {}}
         return r
 
     def _stage_build(self, task: Any, src: str, ctx: cf.Future, fut: cf.Future, t0: float) -> None:
@@ -496,7 +499,8 @@ class Evaluator:
         env = {**self._ext_env(None if role == "build" else gpu), "KM_DEVICE": self.device,
                "MAX_JOBS": str(self.cfg.build_max_jobs), "KM_NICE": str(self.cfg.build_nice if role == "build" else 0),
                precision.ENV: json.dumps(self.cfg.precision)}
-        w = Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace)
+        w = Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace,
+                   None if role == "reference" else self._sandbox)  # the reference runs no candidate code
         with self._wlock:
             self._workers.add(w)
         return w
@@ -681,7 +685,7 @@ class Evaluator:
                "env": self._ext_env(gpu), "model_mode": self.cfg.primary_mode(), "precision": self.cfg.precision,
                "shared_namespace": self.cfg.shared_namespace}  # as the workers have it: cache hits
         rec[out_key] = ncuprof.profile(job, rec[sys_key]["top_kernels"], k, self.cfg.ceilings, dtype,
-                                       self.cache, self.info.get("gpu"))
+                                       self.cache, self.info.get("gpu"), self._sandbox)
         if rec[out_key].get("status") in ("failed", "timeout"):  # ncu's failure, not the program's
             raise RuntimeError(f"ncu {rec[out_key]['status']}: {rec[out_key].get('reason', '')}")
 

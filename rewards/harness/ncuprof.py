@@ -5,7 +5,8 @@ model (reference or candidate, the candidate from the build cache) and profiles 
 warm-up (``--profile-from-start off`` + cudaProfilerStart/Stop), restricted to the selected kernels
 by name and to ``max_launches`` launches, under a wall-clock timeout. Results are cached on disk per
 (source, task, shapes, GPU, selection). The ncu child runs with the sandbox's scrubbed environment
-and scratch cwd but NOT in an empty network namespace: ncu talks to its target over loopback.
+and scratch cwd, isolated as the workers are (sandbox.Policy), in a network namespace of its own
+whose loopback is up: ncu talks to its target over loopback.
 
 ``parse_csv``, ``aggregate`` and ``classify`` are pure (tests run them on recorded ncu output).
 """
@@ -188,7 +189,7 @@ def cache_key(job: dict, bases: list[str], gpu: str | None) -> str:
 
 
 def profile(job: dict, top_kernels: list[dict], cfg: dict, ceilings: dict, dtype: str,
-            cache_dir: str, gpu: str | None = None) -> dict:
+            cache_dir: str, gpu: str | None = None, sandbox=None) -> dict:
     """Kernel-level profile of the selected top kernels; never raises for an ncu failure."""
     from rewards.harness.sandbox import scrubbed_env
 
@@ -212,15 +213,21 @@ def profile(job: dict, top_kernels: list[dict], cfg: dict, ceilings: dict, dtype
     with open(jobfile, "w") as f:
         json.dump(job, f)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(command(ncu, bases, launches, jobfile), cwd=scratch, env=scrubbed_env({**job.get("env", {}), "HOME": scratch}),
+    argv, uid, more = sandbox.launch(command(ncu, bases, launches, jobfile), scratch, loopback=True, ncu=True) \
+        if sandbox is not None else (command(ncu, bases, launches, jobfile), None, {})  # netns with lo up
+    proc = subprocess.Popen(argv, cwd=scratch, env=scrubbed_env({**job.get("env", {}), "HOME": scratch, **more}),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         stdout, stderr = proc.communicate(timeout=cfg["timeout_s"])
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
+        if sandbox is not None:
+            sandbox.finish(uid)
         shutil.rmtree(scratch, ignore_errors=True)
         return {"status": "timeout", "reason": f"ncu exceeded {cfg['timeout_s']} s", "ncu_s": time.perf_counter() - t0}
+    if sandbox is not None:
+        sandbox.finish(uid)
     shutil.rmtree(scratch, ignore_errors=True)
     res = result_from_csv(stdout, chosen, cfg["thresholds"], ceilings, dtype)
     res["ncu_s"] = time.perf_counter() - t0

@@ -19,7 +19,8 @@ from multiprocessing.connection import Connection
 
 from rewards.harness.sandbox import enter_network_namespace
 
-NET = enter_network_namespace() if os.environ.get("KM_NETNS") == "1" else "network namespace off"
+# the sandbox's launcher entered it before dropping root (isolation.py)
+NET = os.environ.get("KM_NET_DONE") or (enter_network_namespace() if os.environ.get("KM_NETNS") == "1" else "network namespace off")
 
 import torch  # noqa: E402  (after unshare: nothing has opened sockets yet)
 
