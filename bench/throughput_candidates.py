@@ -314,7 +314,7 @@ def make_source(task: Task, variant: int, salt: str, device: str = "cuda", style
                 shared_ext: bool = False, compile_backend: str = "inductor") -> BenchCandidate:
     """One candidate for ``task``; ``variant`` picks block size, unroll and (by default) style."""
     style = style or STYLES[variant % len(STYLES)]
-    block = (128, 256, 512, 1024)[variant % 4]
+    block = 256 if shared_ext else (128, 256, 512, 1024)[variant % 4]
     unroll = (1, 2, 4)[variant % 3]
     tag = f"{salt}" if shared_ext else f"{task.id}-{variant}-{salt}"
     if device == "cuda":
