@@ -11,10 +11,13 @@ model, some ops on custom kernels in a heavy torch/extension.h source, ``load_in
 level, in ``__init__`` or in a helper inside ``try:``, ``torch.jit.trace`` / ``torch.compile`` in
 ``__init__``. Two configurations (``--configs``): one candidate on each of ``--tasks`` tasks
 (default 24) and ``--per-task`` (8) candidates on each of ``--tasks-multi`` (3) tasks. Each
-configuration is evaluated by the harness (fresh cache, all submitted at once) and then by
-KernelBench's batch recipe (bench/kernelbench_batch.py: parallel pre-compile, serial in-process
-evaluation, the harness's trials / warm-ups / timed calls / L2 flush) on the first ``--kb-n``
-candidates of the configuration (its rate is per candidate; both stages scale with their number).
+configuration is evaluated by the harness (fresh cache, all submitted at once). KernelBench's batch
+recipe (bench/kernelbench_batch.py: parallel pre-compile, serial in-process evaluation, the
+harness's trials / warm-ups / timed calls / L2 flush) then runs on ``--kb-n`` (5) candidates drawn
+across both configurations, one of each building style: it shares nothing between candidates (no
+reference reuse, no build of one serves another), so its rate per candidate is the same for both
+configurations, and its serial builds of ``__init__``-time extensions make a full run of it the
+longest part of the bench; both of its stages scale with the number of candidates.
 
 Printed per configuration and evaluator: candidates, correct, wall, candidates per minute, the
 ratio harness / KernelBench, median build time of fresh builds, GPU-lock held time per candidate
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import itertools
 import json
 import os
 import shutil
@@ -126,7 +130,7 @@ def length(windows: list[tuple[float, float]]) -> float:
 # ----------------------------------------------------------------------------- the harness side
 
 
-def run_harness(name: str, work: list, cfg: dict, deadline: float, sampler: GpuSampler) -> dict:
+def run_harness(name: str, work: list, cfg: dict, deadline: float, sampler: GpuSampler, group: str) -> dict:
     """Every (task, source, meta) of ``work`` submitted at once to a fresh Evaluator; stops at
     ``deadline`` (perf_counter). Returns the figures and one record per finished candidate."""
     from rewards.harness import Evaluator
@@ -162,7 +166,7 @@ def run_harness(name: str, work: list, cfg: dict, deadline: float, sampler: GpuS
     except Deadline:
         cut, wall, timings = True, time.perf_counter() - t0, list(ev.task_timings)
         log(f"[{name}] deadline: {len(recs)} of {len(work)} finished; the rest is cancelled")
-    return summarize_harness(name, recs, len(work), wall, cut, held_iv, timings, sampler)
+    return {**summarize_harness(name, recs, len(work), wall, cut, held_iv, timings, sampler), "group": group}
 
 
 def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict:
@@ -236,7 +240,7 @@ def run_kb(name: str, work: list, hcfg, device: str, workers: int, deadline: flo
             "busy_lock": 1.0 if ev else None, "busy_util": sampler.mean_within(window),
             "statuses": _count("ok" if e["correct"] else ("compile_error" if not e["compiled"] else "failed") for e in ev),
             "records": [{k: v for k, v in e.items() if k not in ("runtime_all_ms", "traceback")} for e in ev],
-            "pre": rec["pre"]}
+            "pre": rec["pre"], "work": [{"task": t.id, **m} for t, _, m in work]}
 
 
 # ----------------------------------------------------------------------------- work lists
@@ -273,6 +277,22 @@ def real_work(run_dir: Path, refs: Path, limit: int | None) -> tuple[list, list[
     return work[:limit] if limit else work, notes
 
 
+def kb_sample(works: list[list], n: int) -> list:
+    """``n`` candidates for the baseline, drawn across the configurations with the building styles
+    in turn (module, __init__, helper, ...), so that a prefix cut by the deadline is a mix too."""
+    queues: dict = {}
+    for tup in itertools.zip_longest(*works):
+        for c in tup:
+            if c is not None:
+                queues.setdefault(c[2].get("style"), []).append(c)
+    out: list = []
+    while len(out) < n and any(queues.values()):
+        for q in queues.values():
+            if q and len(out) < n:
+                out.append(q.pop(0))
+    return out
+
+
 def kb_salted(work: list, salt: str) -> list:
     """The baseline's copies: load_inline names get a suffix, so neither side reuses the other's builds."""
     import re
@@ -302,9 +322,9 @@ def table(rows: list[dict]) -> list[str]:
 def ratios(rows: list[dict]) -> list[dict]:
     out = []
     for h in (r for r in rows if r["evaluator"] == "harness"):
-        k = next((r for r in rows if r["evaluator"] == "kernelbench-batch" and r["config"] == h["config"]), None)
+        k = next((r for r in rows if r["evaluator"] == "kernelbench-batch" and r["config"] == h["group"]), None)
         if k and k["cand_per_min"]:
-            out.append({"config": h["config"], "ratio": h["cand_per_min"] / k["cand_per_min"],
+            out.append({"config": h["config"], "baseline": k["config"], "ratio": h["cand_per_min"] / k["cand_per_min"],
                         "harness": h["cand_per_min"], "kb": k["cand_per_min"], "busy_util": h["busy_util"],
                         "busy_lock": h["busy_lock"]})
     return out
@@ -384,10 +404,11 @@ def parse(argv: list[str] | None):
     ap.add_argument("--tasks", type=int, default=None, help="tasks of the 1-per-task configuration (default 24; dry 2)")
     ap.add_argument("--tasks-multi", type=int, default=None, help="tasks of the N-per-task configuration (default 3; dry 1)")
     ap.add_argument("--per-task", type=int, default=None, help="shortcut: --configs 1,N")
-    ap.add_argument("--kb-n", type=int, default=None, help="KernelBench candidates per configuration (default 8; dry 1)")
+    ap.add_argument("--kb-n", type=int, default=None,
+                    help="KernelBench's sample: candidates drawn across the configurations (default 5; dry 2)")
     ap.add_argument("--kb-isolate", action="store_true", help="KernelBench: a spawned process per candidate, as its script")
     ap.add_argument("--kb-no-ref-timing", action="store_true", help="KernelBench: skip the per-candidate reference timing")
-    ap.add_argument("--deadline", type=float, default=520.0, help="seconds for the whole run")
+    ap.add_argument("--deadline", type=float, default=None, help="seconds for the whole run (default 520; dry 1800)")
     ap.add_argument("--cv", action="store_true", help="also evaluate one candidate --cv-reps times: runtime CV")
     ap.add_argument("--cv-reps", type=int, default=None, help="default 8 (dry 2)")
     ap.add_argument("--real", type=Path, help="a KernelBench run directory of real programs")
@@ -403,8 +424,9 @@ def parse(argv: list[str] | None):
     a.configs = [] if a.configs == "none" else [int(x) for x in a.configs.split(",")]
     a.tasks = a.tasks or (2 if a.dry else 24)
     a.tasks_multi = a.tasks_multi or (1 if a.dry else 3)
-    a.kb_n = a.kb_n if a.kb_n is not None else (1 if a.dry else 8)
+    a.kb_n = a.kb_n if a.kb_n is not None else (2 if a.dry else 5)
     a.cv_reps = a.cv_reps or (2 if a.dry else 8)
+    a.deadline = a.deadline or (1800.0 if a.dry else 520.0)
     return a
 
 
@@ -431,16 +453,18 @@ def main(argv: list[str] | None = None) -> int:
     from rewards.harness.config import HarnessConfig
 
     hcfg = HarnessConfig.from_mapping(cfg_for("parse"))
-    jobs: list[tuple[str, list]] = synthetic_configs(a, salt)
+    jobs = [(name, work, "synthetic") for name, work in synthetic_configs(a, salt)]
     notes: list[str] = []
     if a.real:
         refs = a.real_refs or a.real.resolve().parents[1]
         work, notes = real_work(a.real, refs, a.real_n)
         if not work:
             sys.exit(f"{a.real}: no program with a level3 reference under {refs}")
-        jobs.append(("real", work))
-    # weights of the remaining stages: the deadline is shared out as each stage starts
-    stages = [w for _ in jobs for w in (3.0, 2.0)] + ([1.0] if a.cv else [])
+        jobs.append(("real", work, "real"))
+    # weights of the remaining stages (harness runs, then KernelBench per group, then the CV):
+    # the deadline is shared out as each stage starts
+    groups = {g for _, _, g in jobs}
+    stages = [3.0] * len(jobs) + [3.0 for g in ("synthetic", "real") if g in groups] + ([1.0] if a.cv else [])
     sampler = GpuSampler()
     rows: list[dict] = []
     cv = None
@@ -452,12 +476,16 @@ def main(argv: list[str] | None = None) -> int:
         return time.perf_counter() + max(0.0, left * w / (w + sum(stages)))
 
     try:
-        for name, work in jobs:
-            rows.append(run_harness(name, work, cfg_for(name), share(), sampler))
-            sub = kb_salted(work[:a.kb_n], salt)
-            root = kb_root if a.dry else os.path.join(kb_root, name.replace("/", "_"))
-            rows.append(run_kb(name, sub, hcfg, device, hcfg.n_build_workers(), share(), sampler, root,
-                               shared_build_dir=a.dry, isolate=a.kb_isolate, time_reference=not a.kb_no_ref_timing))
+        for group in ("synthetic", "real"):
+            mine = [(name, work) for name, work, g in jobs if g == group]
+            for name, work in mine:
+                rows.append(run_harness(name, work, cfg_for(name), share(), sampler, group))
+            if mine:  # KernelBench has nothing to share between candidates: one sample per group
+                sub = kb_salted(kb_sample([w for _, w in mine], a.kb_n), salt)
+                root = kb_root if a.dry else os.path.join(kb_root, group)
+                rows.append(run_kb(group, sub, hcfg, device, hcfg.n_build_workers(), share(), sampler, root,
+                                   shared_build_dir=a.dry, isolate=a.kb_isolate,
+                                   time_reference=not a.kb_no_ref_timing))
         if a.cv:  # the first configuration's first candidate: its build is in that cache already
             name, t, src = _cv_candidate(jobs, a, salt, device)
             cv = run_cv(t, src, cfg_for(name), a.cv_reps, share())
@@ -477,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _cv_candidate(jobs, a, salt: str, device: str):
     """(cache name, task, source): the first candidate of the first configuration, else a fresh one."""
-    for name, work in jobs:
+    for name, work, _ in jobs:
         if work:
             return name, work[0][0], work[0][1]
     c = tc.make_source(tc.tasks(1)[0], 0, salt, device, shared_ext=a.dry,
@@ -496,7 +524,7 @@ def render(a, rows, cv, notes, gpu, wall) -> str:
     lines += table(rows)
     rs = ratios(rows)
     lines += [f"  {r['config']}: harness / kernelbench-batch = {r['ratio']:.2f}x "
-              f"({r['harness']:.2f} vs {r['kb']:.2f} cand/min)" for r in rs]
+              f"({r['harness']:.2f} vs {r['kb']:.2f} cand/min, baseline sample: {r['baseline']})" for r in rs]
     lines += ["targets (H200):", *verdicts(rs, cv, bool(a.real))]
     if cv:
         lines.append(f"runtime CV over {cv['n']} fresh evaluations of {cv['task']}: {cv['cv']:.3%} "

@@ -230,7 +230,7 @@ def run(work: list[tuple[str, str]], build_root: str, device: str, workers: int,
     t1 = time.perf_counter()
     ctx = mp.get_context("spawn")
     for i, ((ref_src, src), d) in enumerate(zip(work, dirs, strict=True)):
-        if deadline is not None and time.perf_counter() > deadline:
+        if evals and deadline is not None and time.perf_counter() > deadline:  # at least one: a rate
             log(f"[kb] deadline: evaluated {len(evals)} of {len(work)}")
             break
         s = time.perf_counter()

@@ -125,9 +125,10 @@ def test_dry_run_end_to_end(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     fig = json.loads(out.with_suffix(".json").read_text())
     rows = {(r["config"], r["evaluator"]): r for r in fig["rows"]}
-    assert set(rows) == {(c, e) for c in ("1/task", "2/task", "real") for e in ("harness", "kernelbench-batch")}
+    assert set(rows) == {("1/task", "harness"), ("2/task", "harness"), ("real", "harness"),
+                         ("synthetic", "kernelbench-batch"), ("real", "kernelbench-batch")}
     for (conf, ev), r in rows.items():
-        want = {"1/task": 2, "2/task": 2, "real": 1}[conf] if ev == "harness" else 1  # --kb-n 1 when dry
+        want = {"1/task": 2, "2/task": 2, "synthetic": 2, "real": 1}[conf]  # --kb-n 2 when dry
         assert r["n"] == r["done"] == r["correct"] == want, (conf, ev, r["statuses"])
         if ev == "harness":
             recs = r["records"]
@@ -142,10 +143,13 @@ def test_dry_run_end_to_end(tmp_path):
             pre, ev_wall = r["pre_wall_s"], r["eval_wall_s"]
             assert r["cand_per_min"] == pytest.approx(r["done"] / (pre * r["done"] / r["n"] + ev_wall) * 60)
             assert all(x["runtime_ms"] > 0 and x["ref_runtime_ms"] > 0 for x in r["records"])
-    # one build on each side for the whole dry run: the shared source is built once and reused
-    assert sum(r["builds"] for r in fig["rows"] if r["evaluator"] == "harness") == 1
+    # the dry run shares one extension source and cache: built by the first configuration only
+    assert rows[("1/task", "harness")]["builds"] >= 1
+    assert rows[("2/task", "harness")]["builds"] == rows[("real", "harness")]["builds"] == 0
+    styles = [x.get("style") for x in rows[("synthetic", "kernelbench-batch")]["work"]]
+    assert styles == ["module", "init"]  # the baseline's sample takes the building styles in turn
     for rr in fig["ratios"]:
-        h, k = rows[(rr["config"], "harness")], rows[(rr["config"], "kernelbench-batch")]
+        h, k = rows[(rr["config"], "harness")], rows[(rr["baseline"], "kernelbench-batch")]
         assert rr["ratio"] == pytest.approx(h["cand_per_min"] / k["cand_per_min"])
     cv = fig["cv"]
     assert cv["n"] == 2 and cv["cv"] == pytest.approx(statistics.pstdev(cv["runtimes_us"]) / statistics.mean(cv["runtimes_us"]))
