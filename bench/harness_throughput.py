@@ -463,8 +463,13 @@ def main(argv: list[str] | None = None) -> int:
         jobs.append(("real", work, "real"))
     # weights of the remaining stages (harness runs, then KernelBench per group, then the CV):
     # the deadline is shared out as each stage starts
-    groups = {g for _, _, g in jobs}
-    stages = [3.0] * len(jobs) + [3.0 for g in ("synthetic", "real") if g in groups] + ([1.0] if a.cv else [])
+    # in the order they run (the harness's runs get more: a cut harness run is charged its slow
+    # start, a cut serial KernelBench evaluation only its share of the pre-compile)
+    stages = []
+    for group in ("synthetic", "real"):
+        n = sum(g == group for _, _, g in jobs)
+        stages += [4.0] * n + ([2.0] if n else [])
+    stages += [1.0] if a.cv else []
     sampler = GpuSampler()
     rows: list[dict] = []
     cv = None
