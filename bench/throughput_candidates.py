@@ -311,8 +311,11 @@ def _half_batch(source: str) -> str | None:
 
 
 def make_source(task: Task, variant: int, salt: str, device: str = "cuda", style: str | None = None,
-                shared_ext: bool = False, compile_backend: str = "inductor") -> BenchCandidate:
-    """One candidate for ``task``; ``variant`` picks block size, unroll and (by default) style."""
+                shared_ext: bool = False, compile_backend: str = "inductor",
+                sizes: dict | None = None) -> BenchCandidate:
+    """One candidate for ``task``; ``variant`` picks block size, unroll and (by default) style.
+    ``sizes``: the module constants the copied model gets (the task's ``small`` for CPU runs:
+    KernelBench execs reference and candidate in one namespace, so the copy's constants win)."""
     style = style or STYLES[variant % len(STYLES)]
     block = 256 if shared_ext else (128, 256, 512, 1024)[variant % 4]
     unroll = (1, 2, 4)[variant % 3]
@@ -323,7 +326,7 @@ def make_source(task: Task, variant: int, salt: str, device: str = "cuda", style
     else:
         cuda, cpp = "", CPU_TEMPLATE.replace("@TAG@", tag).replace("@BLOCK@", str(block))
     name = re.sub(r"\W", "_", f"km_dry_{salt}" if shared_ext else f"km_{task.id}_v{variant}_{salt}")
-    body, swaps = _swap_ops(task.source)
+    body, swaps = _swap_ops(override_constants(task.source, sizes or {}))
     load = (f'load_inline(name="{name}", cpp_sources=CPP_SRC, '
             + ('cuda_sources=CUDA_SRC, extra_cuda_cflags=["-O3"], ' if device == "cuda" else "")
             + 'functions=["act_forward", "bias_add", "softmax_lastdim"], verbose=False)')
@@ -379,12 +382,15 @@ def _as_model_new(source: str, init_lines: list[str], post: str | None) -> str:
 
 
 def candidates(task_list: list[Task], per_task: int, salt: str, device: str = "cuda",
-               shared_ext: bool = False, compile_backend: str = "inductor") -> list[BenchCandidate]:
-    """``per_task`` candidates for each task (task-major); every candidate swaps at least one op."""
+               shared_ext: bool = False, compile_backend: str = "inductor",
+               small: bool = False) -> list[BenchCandidate]:
+    """``per_task`` candidates for each task (task-major); every candidate swaps at least one op.
+    ``small``: copies carry the tasks' small sizes (CPU runs)."""
     out = []
     for ti, t in enumerate(task_list):
         for v in range(per_task):
-            c = make_source(t, ti + v, salt, device, shared_ext=shared_ext, compile_backend=compile_backend)
+            c = make_source(t, ti + v, salt, device, shared_ext=shared_ext, compile_backend=compile_backend,
+                            sizes=t.small if small else None)
             if c.swaps == 0:
                 raise ValueError(f"{t.id}: no op to swap for a custom kernel")
             out.append(c)

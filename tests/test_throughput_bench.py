@@ -107,7 +107,7 @@ def _corpus(tmp: Path) -> Path:
     run = tmp / "repo" / "runs" / "dry_run"
     run.mkdir(parents=True)
     (run / "level_3_problem_1_sample_0_kernel.py").write_text(
-        tc.make_source(task, 0, "dry", "cpu", shared_ext=True, compile_backend="eager").source)
+        tc.make_source(task, 0, "dry", "cpu", shared_ext=True, compile_backend="eager", sizes=task.small).source)
     refs = tmp / "repo" / "KernelBench" / "level3"
     refs.mkdir(parents=True)
     (refs / "1_DeepMLP.py").write_text(override_constants(task.source, task.small))
