@@ -227,7 +227,7 @@ def run_kb(name: str, work: list, hcfg, device: str, workers: int, deadline: flo
                   calls=hcfg.timed_calls, l2_flush_mb=hcfg.l2_flush_mb, seed=hcfg.seed, time_reference=time_reference,
                   isolate=isolate, shared_build_dir=shared_build_dir, deadline=deadline, log=log)
     ev = rec["eval"]
-    builds = [p["build_s"] for p in rec["pre"] if p and p["compiled"]]
+    builds = [p["build_s"] for p in rec["pre"] if p and p["built"]]
     window = union(rec["eval_marks"])
     return {"config": name, "evaluator": "kernelbench-batch", "n": rec["n"], "done": rec["n_eval"],
             "cut": rec["n_eval"] < rec["n"], "correct": sum(bool(e["correct"]) for e in ev),

@@ -39,19 +39,30 @@ def _build_dir_prefix(build_dir: str) -> str:
     return f"import os\nos.environ['TORCH_EXTENSIONS_DIR'] = {build_dir!r}\n"
 
 
+def _objects(build_dir: str) -> int:
+    n = 0
+    for _, _, files in os.walk(build_dir):
+        n += sum(f.endswith(".so") for f in files)
+    return n
+
+
 def precompile_one(src: str, build_dir: str, env: dict) -> dict:
-    """KernelBench's ``build_compile_cache`` in a pool worker: exec the candidate alone."""
+    """KernelBench's ``build_compile_cache`` in a pool worker: exec the candidate alone.
+    ``built``: an extension was linked here (a candidate that builds in ``__init__`` links none)."""
     os.environ.update(env)
     os.environ["TORCH_USE_CUDA_DSA"] = "1"
     buf = io.StringIO()
+    before = _objects(build_dir)
     t0 = time.perf_counter()
     try:
         with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
             code = _build_dir_prefix(build_dir) + src
             exec(compile(code, "<string>", "exec"), {})
-        return {"compiled": True, "build_s": time.perf_counter() - t0}
+        out = {"compiled": True, "build_s": time.perf_counter() - t0}
     except Exception as e:  # noqa: BLE001 - a failed pre-compile is retried by the evaluation
-        return {"compiled": False, "build_s": time.perf_counter() - t0, "error": f"{type(e).__name__}: {str(e)[-300:]}"}
+        out = {"compiled": False, "build_s": time.perf_counter() - t0, "error": f"{type(e).__name__}: {str(e)[-300:]}"}
+    out["built"] = _objects(build_dir) > before
+    return out
 
 
 def _set_seed(torch, seed: int) -> None:
