@@ -241,7 +241,8 @@ def run_kb(name: str, work: list, hcfg, device: str, workers: int, deadline: flo
             "busy_lock": 1.0 if ev else None, "busy_util": sampler.mean_within(window),
             "statuses": _count("ok" if e["correct"] else ("compile_error" if not e["compiled"] else "failed") for e in ev),
             "records": [{k: v for k, v in e.items() if k not in ("runtime_all_ms", "traceback")} for e in ev],
-            "pre": rec["pre"], "work": [{"task": t.id, **m} for t, _, m in work]}
+            "pre": rec["pre"], "work": [{"task": t.id, **m} for t, _, m in work],
+            "time_reference": time_reference, "isolate": isolate}
 
 
 # ----------------------------------------------------------------------------- work lists
@@ -544,7 +545,8 @@ def render(a, rows, cv, notes, gpu, wall) -> str:
         lines.append(f"  {r['config']} kernelbench-batch: pre-compile {r['pre_wall_s']:.1f} s for {r['n']} "
                      f"({r['builds']} pre-compiled), serial evaluation {r['eval_wall_s']:.1f} s, median import + construct "
                      f"{fmt(r['load_median_s'], '.1f')} s (builds in __init__ and helpers happen there), "
-                     f"statuses {r['statuses']}")
+                     f"statuses {r['statuses']}; reference timed per candidate (its excessive-speedup check): "
+                     f"{'yes' if r['time_reference'] else 'no'}; {'a process' if r['isolate'] else 'in-process'} per candidate")
     lines += [f"  note: {n}" for n in notes[:10]]
     if a.dry:
         lines.append("dry run: CPU, one shared extension source and cache, tiny sizes; the figures are not the H200's")
