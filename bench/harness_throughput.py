@@ -1,395 +1,557 @@
-"""Harness throughput vs a KernelBench-style evaluator, with the harness's per-phase times.
+"""Harness throughput on real-style candidates vs KernelBench's batch recipe, in one run.
 
-    python bench/harness_throughput.py                     # GPU machine, fresh cache, ~4 min
-    python bench/harness_throughput.py --device cpu        # C++ candidates, small sizes (CI box)
+    python bench/harness_throughput.py --out $OUT/throughput.txt          # H200, < 540 s
+    python bench/harness_throughput.py --cv --configs none --out cv.txt     # timing quality only
+    python bench/harness_throughput.py --real bench/real_code/data/technoabsurdist__KernelBench/runs/gemini_level3_run \
+        --beside $OUT/throughput.json --out $OUT/throughput_real.txt        # real programs
+    python bench/harness_throughput.py --dry                                # CPU: every code path, 2 builds
 
-3 small-but-real tasks x --variants candidates (block size / unroll tag differ, so content
-hashes differ; silu's CUDA source is torch-free, the others use torch in the .cu; 8 per task on
-the GPU = 24) are each evaluated two ways: (b) by this harness (parallel cached builds, sandboxed
-workers, fresh cache) and (a) by KernelBench's own batch recipe (`--baseline batch`, default):
-build_compile_cache's parallel CPU pre-compile of every candidate with plain load_inline, as many
-builds at once as the harness runs, then a serial in-process evaluation of each (5 trials, 3
-warm-ups + 100 timed calls with L2 flush and events). `--baseline serial` is KernelBench's
-single-sample loop instead (build and evaluate one at a time) on --baseline-n candidates. The
-ratio compares candidates per minute. Progress lines go to stderr as candidates finish. Then:
-where the harness's time went (median per phase), the median build_s of the harness's builds
-(fast_build) vs the baseline's plain load_inline builds of the same candidates, and the
-coefficient of variation of one candidate's runtime over --cv-reps evaluations.
+Candidates (bench/throughput_candidates.py) are written like real Level 3 solutions: the whole
+model, some ops on custom kernels in a heavy torch/extension.h source, ``load_inline`` at module
+level, in ``__init__`` or in a helper inside ``try:``, ``torch.jit.trace`` / ``torch.compile`` in
+``__init__``. Two configurations (``--configs``): one candidate on each of ``--tasks`` tasks
+(default 24) and ``--per-task`` (8) candidates on each of ``--tasks-multi`` (3) tasks. Each
+configuration is evaluated by the harness (fresh cache, all submitted at once). KernelBench's batch
+recipe (bench/kernelbench_batch.py: parallel pre-compile, serial in-process evaluation, the
+harness's trials / warm-ups / timed calls / L2 flush) then runs on ``--kb-n`` (5) candidates drawn
+across both configurations, one of each building style: it shares nothing between candidates (no
+reference reuse, no build of one serves another), so its rate per candidate is the same for both
+configurations, and its serial builds of ``__init__``-time extensions make a full run of it the
+longest part of the bench; both of its stages scale with the number of candidates.
+
+Printed per configuration and evaluator: candidates, correct, wall, candidates per minute, the
+ratio harness / KernelBench, median build time of fresh builds, GPU-lock held time per candidate
+(``phases_s.gpu_held`` where the harness reports it, else ``slot_held``; KernelBench holds the
+GPU for its whole serial evaluation) and the GPU's busy fraction while candidates are queued
+(from built-and-ready to finished): nvidia-smi's utilization sampled in a thread, and the
+GPU-lock held time over that window. ``--cv`` evaluates one candidate ``--cv-reps`` (8) times,
+each in a fresh worker, and prints the runtime's coefficient of variation. ``--real DIR`` runs the
+same comparison on a KernelBench run directory (programs mapped to ``--real-refs``' level3
+references by problem number); ``--beside FILE`` prints the figures of an earlier run's JSON next
+to this one's. Everything stops at ``--deadline`` seconds and reports what finished. ``--out``
+gets the table; ``<out>.json`` the figures and per-candidate records they come from.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import multiprocessing as mp
+import itertools
+import json
 import os
+import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
-import types
-from dataclasses import dataclass, field
+from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from rewards.harness import Evaluator  # noqa: E402
+from bench import kernelbench_batch as kbb  # noqa: E402
+from bench import throughput_candidates as tc  # noqa: E402
+from bench.real_code import deep_merge, harness_config, parse_overrides  # noqa: E402
+from rewards.harness.reference import override_constants  # noqa: E402
+
+TARGETS = {"ratio": 3.0, "cand_per_min": 20.0, "busy": 0.60, "cv": 0.02}
 
 
-@dataclass(frozen=True)
-class BenchTask:
-    id: str
-    source: str
-    small: dict = field(default_factory=dict, hash=False, compare=False)
-
-    @property
-    def hash(self) -> str:
-        import hashlib
-
-        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+class Deadline(Exception):
+    pass
 
 
-SIZES = {"cuda": {"N": 1 << 24, "B": 2048, "D": 2048, "R": 8192, "C": 1024},
-         "cpu": {"N": 1 << 16, "B": 64, "D": 64, "R": 64, "C": 256}}
-
-TASKS = {
-    "silu": """import torch, torch.nn as nn
-N = {N}
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-    def forward(self, x):
-        return x * torch.sigmoid(x)
-def get_inputs():
-    return [torch.randn(N)]
-def get_init_inputs():
-    return []
-""",
-    "linear_gelu": """import torch, torch.nn as nn
-B, D = {B}, {D}
-class Model(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.fc = nn.Linear(d, d)
-    def forward(self, x):
-        return torch.nn.functional.gelu(self.fc(x))
-def get_inputs():
-    return [torch.randn(B, D)]
-def get_init_inputs():
-    return [D]
-""",
-    "softmax": """import torch, torch.nn as nn
-R, C = {R}, {C}
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-    def forward(self, x):
-        return torch.softmax(x, dim=1)
-def get_inputs():
-    return [torch.randn(R, C)]
-def get_init_inputs():
-    return []
-""",
-}
-
-MODELS = {
-    "silu": ("", "ext.run(x)"), "softmax": ("", "ext.run(x)"),
-    "linear_gelu": ("d", "ext.run(x, self.fc.weight, self.fc.bias)"),
-}
-
-HEAD = '''import torch, torch.nn as nn
-from torch.utils.cpp_extension import load_inline
-CPP = r"""
-constexpr int BLOCK = {block};  // variant {tag}
-{cpp}
-"""
-CUDA = r"""
-#include <torch/extension.h>
-constexpr int BLOCK = {block};  // variant {tag}
-{cuda}
-"""
-ext = load_inline(name="{name}", cpp_sources=[CPP], cuda_sources=[CUDA] if {has_cuda} else None, functions=["run"])
-class ModelNew(nn.Module):
-    def __init__(self{init_sig}):
-        super().__init__()
-        {init_body}
-    def forward(self, x):
-        return {call}
-'''
-
-# GPU candidates: (C++ binding source, CUDA source). silu's CUDA is torch-free (raw pointers
-# and a stream), which the fast build compiles without the torch headers.
-CUDA_KERNELS = {
-    "silu": (r"""#include <ATen/cuda/CUDAContext.h>
-void silu_launch(const float* x, float* y, long n, cudaStream_t s);
-torch::Tensor run(torch::Tensor x) {
-    auto y = torch::empty_like(x);
-    silu_launch(x.data_ptr<float>(), y.data_ptr<float>(), x.numel(), at::cuda::getCurrentCUDAStream());
-    return y;
-}""", r"""
-__global__ void silu_kernel(const float* x, float* y, long n) {
-    long i = (long)blockIdx.x * BLOCK + threadIdx.x;
-    if (i < n) { float v = x[i]; y[i] = v / (1.0f + expf(-v)); }
-}
-void silu_launch(const float* x, float* y, long n, cudaStream_t s) {
-    silu_kernel<<<(n + BLOCK - 1) / BLOCK, BLOCK, 0, s>>>(x, y, n);
-}"""),
-    "linear_gelu": ("torch::Tensor run(torch::Tensor x, torch::Tensor w, torch::Tensor b);", r"""
-__global__ void gelu_kernel(float* y, long n) {
-    long i = (long)blockIdx.x * BLOCK + threadIdx.x;
-    if (i < n) { float v = y[i]; y[i] = 0.5f * v * (1.0f + erff(v * 0.70710678f)); }
-}
-torch::Tensor run(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
-    auto y = at::addmm(b, x, w.t()); long n = y.numel();
-    gelu_kernel<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(y.data_ptr<float>(), n);
-    return y;
-}"""),
-    "softmax": ("torch::Tensor run(torch::Tensor x);", r"""
-__global__ void softmax_kernel(const float* x, float* y, int cols) {
-    __shared__ float red[BLOCK];
-    const float* row = x + (long)blockIdx.x * cols; float* out = y + (long)blockIdx.x * cols;
-    float m = -INFINITY;
-    for (int j = threadIdx.x; j < cols; j += BLOCK) m = fmaxf(m, row[j]);
-    red[threadIdx.x] = m; __syncthreads();
-    for (int s = BLOCK / 2; s > 0; s >>= 1) { if (threadIdx.x < s) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]); __syncthreads(); }
-    m = red[0]; __syncthreads();
-    float sum = 0.f;
-    for (int j = threadIdx.x; j < cols; j += BLOCK) sum += expf(row[j] - m);
-    red[threadIdx.x] = sum; __syncthreads();
-    for (int s = BLOCK / 2; s > 0; s >>= 1) { if (threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s]; __syncthreads(); }
-    sum = red[0];
-    for (int j = threadIdx.x; j < cols; j += BLOCK) out[j] = expf(row[j] - m) / sum;
-}
-torch::Tensor run(torch::Tensor x) {
-    auto y = torch::empty_like(x);
-    softmax_kernel<<<x.size(0), BLOCK>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.size(1));
-    return y;
-}"""),
-}
-
-# CPU candidates: plain C++ loops (BLOCK chunks silu's loop; the variants differ in hash).
-CPU_KERNELS = {
-    "silu": r"""#include <cmath>
-torch::Tensor run(torch::Tensor x) {
-    auto y = torch::empty_like(x); const float* p = x.data_ptr<float>(); float* q = y.data_ptr<float>();
-    long n = x.numel();
-    for (long s = 0; s < n; s += BLOCK)
-        for (long i = s; i < std::min(n, s + BLOCK); ++i) q[i] = p[i] / (1.0f + std::exp(-p[i]));
-    return y;
-}""",
-    "linear_gelu": r"""#include <cmath>
-torch::Tensor run(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
-    auto y = at::addmm(b, x, w.t()).contiguous(); float* q = y.data_ptr<float>();
-    for (long i = 0; i < y.numel(); ++i) q[i] = 0.5f * q[i] * (1.0f + std::erf(q[i] * 0.70710678f));
-    return y;
-}""",
-    "softmax": r"""#include <cmath>
-torch::Tensor run(torch::Tensor x) {
-    x = x.contiguous(); auto y = torch::empty_like(x); long R = x.size(0), C = x.size(1);
-    const float* p = x.data_ptr<float>(); float* q = y.data_ptr<float>();
-    for (long r = 0; r < R; ++r) {
-        float m = -INFINITY, s = 0.f;
-        for (long j = 0; j < C; ++j) m = std::max(m, p[r * C + j]);
-        for (long j = 0; j < C; ++j) s += std::exp(p[r * C + j] - m);
-        for (long j = 0; j < C; ++j) q[r * C + j] = std::exp(p[r * C + j] - m) / s;
-    }
-    return y;
-}""",
-}
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
-def candidate(tid: str, v: int, salt: str, device: str) -> str:
-    block = (128, 256, 512, 1024)[v % 4]
-    arg, call = MODELS[tid]
+# ----------------------------------------------------------------------------- GPU sampling
+
+
+class GpuSampler:
+    """nvidia-smi's utilization.gpu every ``period_ms`` in a thread: (perf_counter, percent)."""
+
+    def __init__(self, gpu: str = "0", period_ms: int = 100):
+        self.samples: list[tuple[float, float]] = []
+        self.proc = None
+        exe = shutil.which("nvidia-smi")
+        if exe and torch.cuda.is_available():
+            self.proc = subprocess.Popen([exe, "-i", gpu, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                                          "-lms", str(period_ms)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                self.samples.append((time.perf_counter(), float(line.strip())))
+            except ValueError:
+                pass
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+    def mean_within(self, windows: list[tuple[float, float]]) -> float | None:
+        """Mean utilization (0-1) of the samples inside ``windows``; None without samples."""
+        xs = [u for t, u in self.samples if any(a <= t <= b for a, b in windows)]
+        return statistics.mean(xs) / 100 if xs else None
+
+
+def union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Merged, sorted intervals."""
+    out: list[list[float]] = []
+    for a, b in sorted(i for i in intervals if i[1] > i[0]):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def covered(intervals: list[tuple[float, float]], windows: list[tuple[float, float]]) -> float:
+    """Seconds of ``windows`` (merged) covered by ``intervals`` (merged)."""
+    total = 0.0
+    for a, b in union(intervals):
+        for c, d in windows:
+            total += max(0.0, min(b, d) - max(a, c))
+    return total
+
+
+def length(windows: list[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in windows)
+
+
+# ----------------------------------------------------------------------------- the harness side
+
+
+def run_harness(name: str, work: list, cfg: dict, deadline: float, sampler: GpuSampler, group: str) -> dict:
+    """Every (task, source, meta) of ``work`` submitted at once to a fresh Evaluator; stops at
+    ``deadline`` (perf_counter). Returns the figures and one record per finished candidate."""
+    from rewards.harness import Evaluator
+
+    t0 = time.perf_counter()
+    recs: list[dict] = []
+    held_iv: list[tuple[float, float]] = []
+    cut = False
+    ev = Evaluator(cfg)
+    try:
+        with ev:
+            log(f"[{name} {time.perf_counter() - t0:6.1f}s] harness up: {ev.n_build} concurrent builds; "
+                f"{len(work)} candidates submitted")
+            subs = {}
+            for task, src, meta in work:
+                subs[ev.submit(task, src)] = (task, meta, time.perf_counter())
+            pending = set(subs)
+            while pending:
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    raise Deadline
+                done, pending = cf.wait(pending, timeout=min(left, 5.0), return_when=cf.FIRST_COMPLETED)
+                for f in done:
+                    task, meta, t_sub = subs[f]
+                    recs.append(_record(f, task, meta, t_sub, time.perf_counter()))
+                    r = recs[-1]
+                    log(f"[{name} {time.perf_counter() - t0:6.1f}s] {len(recs)}/{len(work)} {task.id} {meta}: "
+                        f"{r['status']} build_s={r['build_s']} held={r['gpu_held_s']} runtime_us={r['runtime_us']}"
+                        + (f" error={r['error'][:200]}" if r.get("error") else ""))
+            wall = time.perf_counter() - t0
+            held_iv = [(e["start"], e["end"]) for e in getattr(ev, "timeline", []) or [] if e.get("kind") == "gpu"]
+            timings = list(ev.task_timings)
+    except Deadline:
+        cut, wall, timings = True, time.perf_counter() - t0, list(ev.task_timings)
+        log(f"[{name}] deadline: {len(recs)} of {len(work)} finished; the rest is cancelled")
+    return {**summarize_harness(name, recs, len(work), wall, cut, held_iv, timings, sampler), "group": group}
+
+
+def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict:
+    try:
+        r = f.result()
+    except Exception as e:  # a harness failure: the candidate counts, as not correct
+        return {"task": task.id, **meta, "status": "harness_error", "correct": False, "build_s": None,
+                "cache_hit": False, "runtime_us": None, "gpu_held_s": 0.0, "phases_s": {}, "error": str(e)[:300],
+                "t_submit": t_sub, "t_done": t_done}
+    ph = r.evidence.get("phases_s", {})
+    held = ph.get("gpu_held", ph.get("slot_held", 0.0))
+    ready = t_sub + sum(ph.get(k, 0.0) for k in ("queue", "build", "ref_wait"))
+    return {"task": task.id, **meta, "status": r.status, "correct": r.correct, "build_s": r.build_s,
+            "cache_hit": r.cache_hit, "runtime_us": r.runtime_us, "gpu_held_s": held,
+            "held_key": "gpu_held" if "gpu_held" in ph else "slot_held", "phases_s": ph,
+            "slot_builds": r.evidence.get("slot_builds"), "error": r.error, "t_submit": t_sub,
+            "t_ready": ready if r.compiled else None, "t_done": t_done}
+
+
+def summarize_harness(name, recs, n, wall, cut, held_iv, timings, sampler) -> dict:
+    builds = [r["build_s"] for r in recs if r["build_s"] is not None and not r["cache_hit"]]
+    queued = union([(r["t_ready"], r["t_done"]) for r in recs if r.get("t_ready") is not None])
+    # GPU-lock sections: the evaluator's timeline when it keeps one (references' timing too),
+    # else each candidate's held time placed at the end of its queued interval
+    if not held_iv:
+        held_iv = [(r["t_done"] - r["gpu_held_s"], r["t_done"]) for r in recs if r.get("t_ready") is not None]
+    qlen = length(queued)
+    return {"config": name, "evaluator": "harness", "n": n, "done": len(recs), "cut": cut,
+            "correct": sum(bool(r["correct"]) for r in recs), "wall_s": wall,
+            "cand_per_min": len(recs) / wall * 60 if wall > 0 else 0.0,
+            "build_median_s": statistics.median(builds) if builds else None, "builds": len(builds),
+            "gpu_held_per_cand_s": statistics.median([r["gpu_held_s"] for r in recs]) if recs else None,
+            "held_key": sorted({r.get("held_key") for r in recs if r.get("held_key")}),
+            "queued_s": qlen, "busy_lock": covered(held_iv, queued) / qlen if qlen else None,
+            "busy_util": sampler.mean_within(queued), "task_timings": timings,
+            "statuses": _count(r["status"] for r in recs), "records": recs}
+
+
+def _count(xs) -> dict:
+    out: dict = {}
+    for x in xs:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
+# ----------------------------------------------------------------------------- KernelBench's side
+
+
+def run_kb(name: str, work: list, hcfg, device: str, workers: int, deadline: float, sampler: GpuSampler,
+           build_root: str, shared_build_dir: bool, isolate: bool, time_reference: bool) -> dict:
+    """KernelBench's batch recipe on ``work`` (the same candidates, a fresh salt: no shared builds)."""
+    env = {"MAX_JOBS": str(hcfg.build_max_jobs)}
     if device == "cuda":
-        cpp, cuda = CUDA_KERNELS[tid]
-    else:
-        cpp, cuda = CPU_KERNELS[tid], ""
-    return HEAD.format(block=block, tag=f"{salt}-{v}", cpp=cpp, cuda=cuda, has_cuda=bool(cuda),
-                       name=f"{tid}_v{v}_{salt}".replace("-", "_"), init_sig=f", {arg}" if arg else "",
-                       init_body="self.fc = nn.Linear(d, d)" if arg else "pass", call=call)
+        cap = torch.cuda.get_device_capability(0)
+        env["TORCH_CUDA_ARCH_LIST"] = f"{cap[0]}.{cap[1]}"  # KernelBench's set_gpu_arch: one arch
+    pairs = [(override_constants(task.source, hcfg.overrides_for(task, device)), src) for task, src, _ in work]
+    rec = kbb.run(pairs, build_root, device, workers, env, trials=hcfg.trials, warmup=hcfg.warmup,
+                  calls=hcfg.timed_calls, l2_flush_mb=hcfg.l2_flush_mb, seed=hcfg.seed, time_reference=time_reference,
+                  isolate=isolate, shared_build_dir=shared_build_dir, deadline=deadline, log=log)
+    ev = rec["eval"]
+    builds = [p["build_s"] for p in rec["pre"] if p and p["built"]]
+    window = union(rec["eval_marks"])
+    return {"config": name, "evaluator": "kernelbench-batch", "n": rec["n"], "done": rec["n_eval"],
+            "cut": rec["n_eval"] < rec["n"], "correct": sum(bool(e["correct"]) for e in ev),
+            "wall_s": rec["pre_wall_s"] + rec["eval_wall_s"], "pre_wall_s": rec["pre_wall_s"],
+            "eval_wall_s": rec["eval_wall_s"], "cand_per_min": kbb.rate_per_min(rec),
+            "build_median_s": statistics.median(builds) if builds else None, "builds": len(builds),
+            "load_median_s": statistics.median([e["phases_s"].get("load", 0.0) + e["phases_s"].get("construct", 0.0)
+                                                for e in ev]) if ev else None,
+            "gpu_held_per_cand_s": statistics.median([e["phases_s"]["total"] for e in ev]) if ev else None,
+            "held_key": ["in-process evaluation"], "queued_s": length(window),
+            "busy_lock": 1.0 if ev else None, "busy_util": sampler.mean_within(window),
+            "statuses": _count("ok" if e["correct"] else ("compile_error" if not e["compiled"] else "failed") for e in ev),
+            "records": [{k: v for k, v in e.items() if k not in ("runtime_all_ms", "traceback")} for e in ev],
+            "pre": rec["pre"], "work": [{"task": t.id, **m} for t, _, m in work],
+            "time_reference": time_reference, "isolate": isolate}
 
 
-def candidates(variants: int, salt: str, device: str) -> list[tuple[str, str]]:
-    return [(tid, candidate(tid, v, salt, device)) for v in range(variants) for tid in TASKS]
+# ----------------------------------------------------------------------------- work lists
 
 
-def kb_build(cand_src: str, ext_dir: str) -> dict:
-    """KernelBench's build_compile_cache step, on a CPU worker: import the candidate once so its
-    load_inline compiles into the build directory the evaluation will load from."""
-    os.environ["TORCH_EXTENSIONS_DIR"] = ext_dir
-    t0 = time.perf_counter()
-    try:
-        exec(cand_src, types.ModuleType("cand").__dict__)
-        return {"built": True, "build_s": time.perf_counter() - t0}
-    except Exception as e:  # a compile error is a result, as in KernelBench
-        return {"built": False, "build_s": time.perf_counter() - t0, "error": str(e)[-300:]}
+def synthetic_configs(a, salt: str) -> list[tuple[str, list]]:
+    device = "cpu" if a.dry else "cuda"
+    backend = "eager" if a.dry else "inductor"  # inductor on CPU needs a C++ build per candidate
+    all_tasks = tc.tasks()
+    out = []
+    for per in a.configs:
+        ts = all_tasks[:a.tasks] if per == 1 else all_tasks[:a.tasks_multi]
+        cands = tc.candidates(ts, per, salt if a.dry else f"{salt}p{per}", device, shared_ext=a.dry,
+                              compile_backend=backend, small=a.dry)
+        out.append((f"{per}/task", [(c.task, c.source, {"v": c.variant, "style": c.style}) for c in cands]))
+    return out
 
 
-def kernelbench_style(task_src: str, cand_src: str, device: str, trials=5, warmup=3, calls=100) -> dict:
-    """What KernelBench's eval does: exec in this process, seed 42, allclose, events + L2 flush
-    (host clock on CPU). Returns correctness and the in-process build (or cache load) time."""
-    ref, cand = types.ModuleType("ref"), types.ModuleType("cand")
-    exec(task_src, ref.__dict__)
-    t0 = time.perf_counter()
-    try:
-        exec(cand_src, cand.__dict__)
-    except Exception as e:
-        return {"ok": False, "build_s": time.perf_counter() - t0, "error": str(e)[-300:]}
-    build_s = time.perf_counter() - t0
-    torch.manual_seed(42)
-    init = ref.get_init_inputs()
-    model = ref.Model(*init).to(device)
-    torch.manual_seed(42)
-    new = cand.ModelNew(*init).to(device)
-    ok = True
-    cuda = device == "cuda"
-    with torch.no_grad():
-        for t in range(trials):
-            torch.manual_seed(t)
-            xs = [x.to(device) for x in ref.get_inputs()]
-            ok &= torch.allclose(model(*xs), new(*xs), atol=1e-4, rtol=1e-4)
-        flush = torch.empty(64 * 2**20, device=device) if cuda else None
-        for _ in range(warmup):
-            new(*xs)
-        for _ in range(calls):
-            if cuda:
-                flush.zero_()
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.cuda.synchronize()
-                s.record()
-                new(*xs)
-                e.record()
-                torch.cuda.synchronize()
-                s.elapsed_time(e)
-            else:
-                new(*xs)
-    return {"ok": bool(ok), "build_s": build_s}
+def real_work(run_dir: Path, refs: Path, limit: int | None) -> tuple[list, list[str]]:
+    """(task, program, meta) for every program of a KernelBench run with a level-3 reference."""
+    from bench.real_code import as_model_new
+    from mining.ingest.sources import discover
+    from mining.tasks import load_dir
+
+    cands, notes = discover(run_dir)
+    by_num = {int(t.id.split("_")[1]): t for t in load_dir(refs, level=3, import_check=False).tasks}
+    work = []
+    for c in cands:
+        t = by_num.get(c.problem or -1)
+        if c.code is None or t is None:
+            notes.append(f"{c.key}: {c.error or 'no level3 reference for problem ' + str(c.problem)}")
+            continue
+        work.append((t, as_model_new(c.code), {"program": c.key}))
+    return work[:limit] if limit else work, notes
 
 
-EXEC_PHASES = ("start", "stage", "load", "trials", "time", "profile_start", "profile_load", "profile", "ncu")
-SLOT_DETAIL = ("take", "trials_worker", "judge", "time_worker", "drop", "slot_held")
+def kb_sample(works: list[list], n: int) -> list:
+    """``n`` candidates for the baseline, drawn across the configurations with the building styles
+    in turn (module, __init__, helper, ...), so that a prefix cut by the deadline is a mix too."""
+    queues: dict = {}
+    for tup in itertools.zip_longest(*works):
+        for c in tup:
+            if c is not None:
+                queues.setdefault(c[2].get("style"), []).append(c)
+    out: list = []
+    while len(out) < n and any(queues.values()):
+        for q in queues.values():
+            if q and len(out) < n:
+                out.append(q.pop(0))
+    return out
 
 
-def phase_table(results) -> list[str]:
-    keys = ["queue", "build", "ref_wait", "slot_wait", *EXEC_PHASES, *SLOT_DETAIL, "total"]
-    rows = [f"{'phase (s)':<12}{'median':>9}{'max':>9}"]
-    for k in keys:
-        xs = [r.evidence.get("phases_s", {}).get(k) for r in results]
-        xs = [x for x in xs if x is not None]
-        if xs:
-            rows.append(f"{k:<12}{statistics.median(xs):>9.2f}{max(xs):>9.2f}")
-    return rows
+def kb_salted(work: list, salt: str) -> list:
+    """The baseline's copies: load_inline names get a suffix, so neither side reuses the other's builds."""
+    import re
+
+    return [(t, re.sub(r"""(name\s*=\s*)(["'])(\w+)\2""", rf"\1\2\3_kb{salt}\2", src), m) for t, src, m in work]
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def fmt(x, spec: str, none: str = "-") -> str:
+    return none if x is None else format(x, spec)
+
+
+def table(rows: list[dict]) -> list[str]:
+    head = (f"{'config':<10}{'evaluator':<19}{'cands':>6}{'done':>6}{'correct':>8}{'wall s':>8}{'cand/min':>9}"
+            f"{'build med s':>12}{'gpu held/cand s':>16}{'busy util':>10}{'busy lock':>10}")
+    out = [head]
+    for r in rows:
+        out.append(f"{r['config']:<10}{r['evaluator']:<19}{r['n']:>6}{r['done']:>6}{r['correct']:>8}{r['wall_s']:>8.1f}"
+                   f"{r['cand_per_min']:>9.2f}{fmt(r['build_median_s'], '.1f'):>12}{fmt(r['gpu_held_per_cand_s'], '.2f'):>16}"
+                   f"{fmt(r['busy_util'], '.0%'):>10}{fmt(r['busy_lock'], '.0%'):>10}"
+                   + ("  (cut at deadline)" if r["cut"] else ""))
+    return out
+
+
+def ratios(rows: list[dict]) -> list[dict]:
+    out = []
+    for h in (r for r in rows if r["evaluator"] == "harness"):
+        k = next((r for r in rows if r["evaluator"] == "kernelbench-batch" and r["config"] == h["group"]), None)
+        if k and k["cand_per_min"]:
+            out.append({"config": h["config"], "baseline": k["config"], "ratio": h["cand_per_min"] / k["cand_per_min"],
+                        "harness": h["cand_per_min"], "kb": k["cand_per_min"], "busy_util": h["busy_util"],
+                        "busy_lock": h["busy_lock"]})
+    return out
+
+
+def verdicts(rs: list[dict], cv: dict | None) -> list[str]:
+    out = []
+    for r in rs:
+        busy = r["busy_util"] if r["busy_util"] is not None else r["busy_lock"]
+        what = "real programs" if r["baseline"] == "real" else "real-style set"
+        out.append(f"  {r['config']:<10} ratio {r['ratio']:.2f}x (target >= {TARGETS['ratio']}x: "
+                   f"{'met' if r['ratio'] >= TARGETS['ratio'] else 'NOT met'}); harness {r['harness']:.1f} cand/min on the "
+                   f"{what} (target >= {TARGETS['cand_per_min']:.0f}: {'met' if r['harness'] >= TARGETS['cand_per_min'] else 'NOT met'}); "
+                   f"GPU busy while queued {fmt(busy, '.0%')} (target >= {TARGETS['busy']:.0%}: "
+                   f"{'met' if busy is not None and busy >= TARGETS['busy'] else 'NOT met'})")
+    if cv:
+        out.append(f"  runtime CV {cv['cv']:.3%} over {cv['n']} fresh evaluations (target <= {TARGETS['cv']:.0%}: "
+                   f"{'met' if cv['cv'] <= TARGETS['cv'] else 'NOT met'})")
+    return out
+
+
+def phase_lines(rows: list[dict]) -> list[str]:
+    out = []
+    for r in rows:
+        if r["evaluator"] != "harness" or not r["records"]:
+            continue
+        keys: list[str] = []
+        for rec in r["records"]:
+            keys += [k for k in rec["phases_s"] if k not in keys]
+        cells = []
+        for k in keys:
+            xs = [rec["phases_s"][k] for rec in r["records"] if k in rec["phases_s"]]
+            cells.append(f"{k} {statistics.median(xs):.2f}/{max(xs):.2f}")
+        out.append(f"  {r['config']} harness phases, median/max s: " + ", ".join(cells))
+        out.append(f"  {r['config']} statuses: harness {r['statuses']}; slot builds (built inside the GPU slot): "
+                   f"{sum(rec.get('slot_builds') or 0 for rec in r['records'])}")
+        if r["task_timings"]:
+            prep = [t.get("prepare_s", 0.0) for t in r["task_timings"]]
+            out.append(f"  {r['config']} references: {len(prep)} prepared, median prepare {statistics.median(prep):.1f} s")
+    return out
+
+
+# ----------------------------------------------------------------------------- CV
+
+
+def run_cv(task, src: str, cfg: dict, reps: int, deadline: float) -> dict | None:
+    """One candidate evaluated ``reps`` times, one after another, each in a fresh worker."""
+    from rewards.harness import Evaluator
+
+    rts = []
+    with Evaluator(cfg) as ev:
+        for i in range(reps):
+            if time.perf_counter() > deadline:
+                log(f"[cv] deadline after {i} evaluations")
+                break
+            r = ev.submit(task, src).result()
+            log(f"[cv] {i + 1}/{reps}: {r.status} runtime_us={r.runtime_us}" + (f" error={r.error}" if r.error else ""))
+            if r.runtime_us:
+                rts.append(r.runtime_us)
+    if len(rts) < 2:
+        return None
+    return {"task": task.id, "n": len(rts), "runtimes_us": rts, "cv": statistics.pstdev(rts) / statistics.mean(rts)}
+
+
+# ----------------------------------------------------------------------------- main
 
 
 def _interrupt(signum, frame):
-    raise KeyboardInterrupt  # a timeout's SIGTERM: leave through the evaluator's cleanup
+    raise KeyboardInterrupt  # a timeout's SIGTERM: leave through the evaluators' cleanup
 
 
-def main() -> None:
+def parse(argv: list[str] | None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("overrides", nargs="*", help="harness key=value (dotted; YAML values)")
+    ap.add_argument("--out", type=Path, help="write the table here (and the figures to <out>.json)")
+    ap.add_argument("--configs", default=None, help="candidates per task, comma-separated (default 1,8; dry 1,2); none: skip")
+    ap.add_argument("--tasks", type=int, default=None, help="tasks of the 1-per-task configuration (default 24; dry 2)")
+    ap.add_argument("--tasks-multi", type=int, default=None, help="tasks of the N-per-task configuration (default 3; dry 1)")
+    ap.add_argument("--per-task", type=int, default=None, help="shortcut: --configs 1,N")
+    ap.add_argument("--kb-n", type=int, default=None,
+                    help="KernelBench's sample: candidates drawn across the configurations (default 5; dry 2)")
+    ap.add_argument("--kb-isolate", action="store_true", help="KernelBench: a spawned process per candidate, as its script")
+    ap.add_argument("--kb-no-ref-timing", action="store_true", help="KernelBench: skip the per-candidate reference timing")
+    ap.add_argument("--deadline", type=float, default=None, help="seconds for the whole run (default 520; dry 1800)")
+    ap.add_argument("--cv", action="store_true", help="also evaluate one candidate --cv-reps times: runtime CV")
+    ap.add_argument("--cv-reps", type=int, default=None, help="default 8 (dry 2)")
+    ap.add_argument("--real", type=Path, help="a KernelBench run directory of real programs")
+    ap.add_argument("--real-refs", type=Path, help="root holding KernelBench/level3 (default: two levels above --real)")
+    ap.add_argument("--real-n", type=int, default=48, help="real programs at most")
+    ap.add_argument("--beside", type=Path, help="an earlier run's JSON: print its figures beside these")
+    ap.add_argument("--dry", action="store_true", help="CPU, C++ candidates, small sizes: exercises every path")
+    a = ap.parse_args(argv)
+    if a.per_task:
+        a.configs = f"1,{a.per_task}"
+    if a.configs is None:
+        a.configs = "none" if a.real else ("1,2" if a.dry else "1,8")
+    a.configs = [] if a.configs == "none" else [int(x) for x in a.configs.split(",")]
+    a.tasks = a.tasks or (2 if a.dry else 24)
+    a.tasks_multi = a.tasks_multi or (1 if a.dry else 3)
+    a.kb_n = a.kb_n if a.kb_n is not None else (2 if a.dry else 5)
+    a.cv_reps = a.cv_reps or (2 if a.dry else 8)
+    a.deadline = a.deadline or (1800.0 if a.dry else 520.0)
+    return a
+
+
+def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    ap.add_argument("--variants", type=int, default=None, help="candidates per task (cuda 8, cpu 1)")
-    ap.add_argument("--baseline", choices=("batch", "serial"), default="batch",
-                    help="KernelBench's batch recipe (parallel pre-compile, serial eval) on every "
-                         "candidate, or its single-sample serial loop on --baseline-n of them")
-    ap.add_argument("--baseline-n", type=int, default=None, help="serial baseline: candidates (cuda 2, cpu 1)")
-    ap.add_argument("--cv-reps", type=int, default=5)
-    ap.add_argument("--sandbox", choices=("best", "strict", "off"), default="best", help="harness.sandbox (its cost: best vs off)")
-    ap.add_argument("--ncu", action="store_true", help="also run ncu on the top kernels (reference and each candidate)")
-    ap.add_argument("--timed-calls", type=int, default=None, help="harness and baseline (cuda 100, cpu 20)")
-    args = ap.parse_args()
-    dev = args.device
-    if dev == "cuda" and not torch.cuda.is_available():
-        sys.exit("this benchmark needs a CUDA GPU; use --device cpu on a CPU machine")
-    variants = args.variants or (8 if dev == "cuda" else 1)
-    base_n = args.baseline_n if args.baseline_n is not None else (2 if dev == "cuda" else 1)
-    calls = args.timed_calls or (100 if dev == "cuda" else 20)
-    salt = str(int(time.time()))
-    cands = candidates(variants, salt, dev)
-    tasks = {tid: BenchTask(tid, src.replace("{N}", str(SIZES[dev]["N"])).format(**SIZES[dev]))
-             for tid, src in TASKS.items()}
-    cache = tempfile.mkdtemp(prefix="km-bench-")
-    # ncu per candidate (20-30 s of GPU each) is Verifier feedback, not reward: measured by
-    # scripts/gpu_capture_profiles.sh; here it is on only with --ncu
-    cfg = {"device": dev, "cache_dir": cache, "compile_baseline": False, "timed_calls": calls,
-           "profiling": {"kernel": {"enabled": args.ncu}}, "sandbox": args.sandbox}
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    a = parse(argv)
+    t_start = time.perf_counter()
+    deadline = t_start + a.deadline
+    device = "cpu" if a.dry else "cuda"
+    if device == "cuda" and not torch.cuda.is_available():
+        sys.exit("this benchmark needs a CUDA GPU; use --dry on a CPU machine")
+    h_over, _ = parse_overrides(a.overrides)
+    base = {"device": device}
+    if a.dry:  # small and quick: the code paths, not the figures
+        base.update(timed_calls=5, trials=2, warmup=1, build_workers=2)
+    salt = "dry" if a.dry else str(int(time.time()))  # dry: fresh temporary caches anyway
+    tmp = tempfile.mkdtemp(prefix="km-bench-")
+    kb_root = os.path.join(tmp, "kb")
 
-    t0 = time.perf_counter()
-    with Evaluator(cfg) as ev:
-        log(f"[{time.perf_counter() - t0:6.1f}s] harness up: {ev.n_build} concurrent builds x "
-            f"{ev.cfg.build_max_jobs} jobs, {os.cpu_count()} cores; {len(cands)} candidates submitted")
-        futs = {ev.submit(tasks[tid], src): (i, tid) for i, (tid, src) in enumerate(cands)}
-        results = [None] * len(cands)
-        for n, f in enumerate(cf.as_completed(futs), 1):
-            i, tid = futs[f]
-            r = results[i] = f.result()
-            ph = r.evidence.get("phases_s", {})
-            log(f"[{time.perf_counter() - t0:6.1f}s] {n}/{len(cands)} {tid} v{i // len(TASKS)}: {r.status} "
-                f"build_s={r.build_s} runtime_us={r.runtime_us and round(r.runtime_us, 1)} "
-                f"fast={r.evidence.get('fast_build')} phases={ph}" + (f" error={r.error}" if r.error else ""))
-        t_h = time.perf_counter() - t0
-        gpu = torch.cuda.get_device_name(0) if dev == "cuda" else "none (cpu mode)"
-        print(f"device {dev}, GPU {gpu}, torch {torch.__version__}, {os.cpu_count()} cores, fresh cache", flush=True)
-        report_harness(results, t_h, ev.task_timings)
+    def cfg_for(name: str) -> dict:  # a fresh cache per configuration (dry: one, for one CPU build)
+        return deep_merge(harness_config(deep_merge(base, h_over)),
+                          {"cache_dir": os.path.join(tmp, "dry" if a.dry else name.replace("/", "_"))})
 
-        # the baseline builds fresh copies (its own salt: no shared build products)
-        kb_src = [(tid, src.replace(salt, salt + "kb")) for tid, src in cands]
-        if args.baseline == "serial":
-            kb_src = [kb_src[i] for i in (0, 1, 2)][:base_n]  # silu, linear_gelu, softmax v0
-        ext_dir = tempfile.mkdtemp(prefix="km-bench-kb-")
-        os.environ["TORCH_EXTENSIONS_DIR"] = ext_dir
-        t1 = time.perf_counter()
-        pre = [None] * len(kb_src)
-        if args.baseline == "batch":  # the parallel CPU pre-compile, as many builds at once as the harness
-            with cf.ProcessPoolExecutor(ev.n_build, mp_context=mp.get_context("spawn")) as pool:
-                futs = {pool.submit(kb_build, src, ext_dir): i for i, (_, src) in enumerate(kb_src)}
-                for n, f in enumerate(cf.as_completed(futs), 1):
-                    pre[futs[f]] = f.result()
-                    log(f"[kb {time.perf_counter() - t1:6.1f}s] pre-compiled {n}/{len(kb_src)}: {pre[futs[f]]}")
-        kb = []
-        for (tid, src), built in zip(kb_src, pre, strict=True):
-            kb.append(kernelbench_style(tasks[tid].source, src, dev, calls=calls))
-            if built:
-                kb[-1].update(build_s=built["build_s"], load_s=kb[-1]["build_s"])
-            log(f"[kb {time.perf_counter() - t1:6.1f}s] {tid}: ok={kb[-1]['ok']} build_s={kb[-1]['build_s']:.1f}")
-        t_b = time.perf_counter() - t1
-        rate_h, rate_b = len(cands) / t_h * 60, len(kb) / t_b * 60
-        print(f"{'kernelbench-' + args.baseline:<22}{len(kb):>11}{sum(k['ok'] for k in kb):>9}{t_b:>9.1f}{rate_b:>10.2f}")
-        print(f"throughput ratio (harness / kernelbench-{args.baseline}): {rate_h / rate_b:.2f}x", flush=True)
-        on = [r.build_s for r in results if r.build_s and not r.cache_hit]
-        off = [k["build_s"] for k in kb if k.get("build_s")]
-        if on and off:
-            print(f"build_s, same candidates: harness (fast_build) median {statistics.median(on):.1f} (n={len(on)}, "
-                  f"{ev.n_build} at once) vs plain load_inline median {statistics.median(off):.1f} (n={len(off)}, "
-                  f"{ev.n_build if args.baseline == 'batch' else 1} at once): ratio "
-                  f"{statistics.median(off) / statistics.median(on):.2f}x", flush=True)
+    from rewards.harness.config import HarnessConfig
 
-        one = cands[0]
-        reps = [ev.submit(tasks[one[0]], one[1]).result() for _ in range(args.cv_reps)]
-    rts = [r.runtime_us for r in reps if r.runtime_us]
-    cv = statistics.pstdev(rts) / statistics.mean(rts) if len(rts) > 1 else float("nan")
-    print(f"runtime CV over {len(rts)} evaluations of {one[0]} v0: {cv:.3%} (runtimes us: {[round(x, 1) for x in rts]})")
+    hcfg = HarnessConfig.from_mapping(cfg_for("parse"))
+    jobs = [(name, work, "synthetic") for name, work in synthetic_configs(a, salt)]
+    notes: list[str] = []
+    if a.real:
+        refs = a.real_refs or a.real.resolve().parents[1]
+        work, notes = real_work(a.real, refs, a.real_n)
+        if not work:
+            sys.exit(f"{a.real}: no program with a level3 reference under {refs}")
+        jobs.append(("real", work, "real"))
+    # weights of the remaining stages (harness runs, then KernelBench per group, then the CV):
+    # the deadline is shared out as each stage starts
+    # in the order they run (the harness's runs get more: a cut harness run is charged its slow
+    # start, a cut serial KernelBench evaluation only its share of the pre-compile)
+    stages = []
+    for group in ("synthetic", "real"):
+        n = sum(g == group for _, _, g in jobs)
+        stages += [4.0] * n + ([2.0] if n else [])
+    stages += [1.0] if a.cv else []
+    sampler = GpuSampler()
+    rows: list[dict] = []
+    cv = None
+    gpu = torch.cuda.get_device_name(0) if device == "cuda" else "none (dry run on CPU)"
+
+    def share() -> float:
+        w = stages.pop(0)
+        left = deadline - time.perf_counter()
+        return time.perf_counter() + max(0.0, left * w / (w + sum(stages)))
+
+    try:
+        for group in ("synthetic", "real"):
+            mine = [(name, work) for name, work, g in jobs if g == group]
+            for name, work in mine:
+                rows.append(run_harness(name, work, cfg_for(name), share(), sampler, group))
+            if mine:  # KernelBench has nothing to share between candidates: one sample per group
+                sub = kb_salted(kb_sample([w for _, w in mine], a.kb_n), salt)
+                root = kb_root if a.dry else os.path.join(kb_root, group)
+                rows.append(run_kb(group, sub, hcfg, device, hcfg.n_build_workers(), share(), sampler, root,
+                                   shared_build_dir=a.dry, isolate=a.kb_isolate,
+                                   time_reference=not a.kb_no_ref_timing))
+        if a.cv:  # the first configuration's first candidate: its build is in that cache already
+            name, t, src = _cv_candidate(jobs, a, salt, device)
+            cv = run_cv(t, src, cfg_for(name), a.cv_reps, share())
+    finally:
+        sampler.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    report = render(a, rows, cv, notes, gpu, time.perf_counter() - t_start)
+    print(report, flush=True)
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(report + "\n")
+        a.out.with_suffix(".json").write_text(json.dumps(
+            {"gpu": gpu, "torch": torch.__version__, "cores": os.cpu_count(), "rows": rows, "ratios": ratios(rows),
+             "cv": cv, "real": bool(a.real), "notes": notes}, default=str, indent=1))
+    return 0
 
 
-def report_harness(results, t_h: float, timings: list[dict]) -> None:
-    ok_h = sum(r.correct for r in results)
-    builds = [r.build_s for r in results if r.build_s is not None and not r.cache_hit]
-    bad = [(r.status, r.error) for r in results if not r.correct][:3]
-    held = sum(r.evidence.get("phases_s", {}).get("slot_held", 0.0) for r in results)
-    print(f"{'evaluator':<22}{'candidates':>11}{'correct':>9}{'wall s':>9}{'cand/min':>10}")
-    print(f"{'kernelmine harness':<22}{len(results):>11}{ok_h:>9}{t_h:>9.1f}{len(results) / t_h * 60:>10.2f}")
-    print(f"  median build_s (fresh builds, concurrent): "
-          f"{statistics.median(builds) if builds else float('nan'):.1f} (n={len(builds)}); failures: {bad}")
-    print(f"  execution slot busy: {held:.1f} s of {t_h:.1f} s wall ({held / t_h:.0%})")
-    print("  where the time went, per candidate:")
-    print("\n".join("    " + row for row in phase_table(results)))
-    print("  reference per task (prepare / baseline s): "
-          + ", ".join(f"{t['task']} {t['prepare_s']:.1f}/{t['baseline_s']:.1f}" for t in timings), flush=True)
+def _cv_candidate(jobs, a, salt: str, device: str):
+    """(cache name, task, source): the first candidate of the first configuration, else a fresh one."""
+    for name, work, _ in jobs:
+        if work:
+            return name, work[0][0], work[0][1]
+    t = tc.tasks(1)[0]
+    c = tc.make_source(t, 0, salt, device, shared_ext=a.dry, compile_backend="eager" if a.dry else "inductor",
+                       sizes=t.small if a.dry else None)
+    return "cv", c.task, c.source
+
+
+def render(a, rows, cv, notes, gpu, wall) -> str:
+    lines = [f"harness throughput: real-style Level 3 candidates{' and real programs' if a.real else ''}; GPU {gpu}, "
+             f"torch {torch.__version__}, {os.cpu_count()} cores; run {wall:.0f} s (deadline {a.deadline:.0f} s)"]
+    if a.beside and a.beside.is_file():
+        old = json.loads(a.beside.read_text())
+        lines += [f"beside: {a.beside} ({old.get('gpu')})", *table(old["rows"])]
+        lines += [f"  {r['config']}: harness / kernelbench-batch = {r['ratio']:.2f}x" for r in old["ratios"]]
+        lines.append("this run:")
+    lines += table(rows)
+    rs = ratios(rows)
+    lines += [f"  {r['config']}: harness / kernelbench-batch = {r['ratio']:.2f}x "
+              f"({r['harness']:.2f} vs {r['kb']:.2f} cand/min, baseline sample: {r['baseline']})" for r in rs]
+    lines += ["targets (H200):", *verdicts(rs, cv)]
+    if cv:
+        lines.append(f"runtime CV over {cv['n']} fresh evaluations of {cv['task']}: {cv['cv']:.3%} "
+                     f"(runtimes us: {[round(x, 1) for x in cv['runtimes_us']]})")
+    elif a.cv:
+        lines.append("runtime CV: fewer than 2 evaluations finished")
+    lines += phase_lines(rows)
+    kb = [r for r in rows if r["evaluator"] == "kernelbench-batch"]
+    for r in kb:
+        lines.append(f"  {r['config']} kernelbench-batch: pre-compile {r['pre_wall_s']:.1f} s for {r['n']} "
+                     f"({r['builds']} pre-compiled), serial evaluation {r['eval_wall_s']:.1f} s, median import + construct "
+                     f"{fmt(r['load_median_s'], '.1f')} s (builds in __init__ and helpers happen there), "
+                     f"statuses {r['statuses']}; reference timed per candidate (its excessive-speedup check): "
+                     f"{'yes' if r['time_reference'] else 'no'}; {'a process' if r['isolate'] else 'in-process'} per candidate")
+    lines += [f"  note: {n}" for n in notes[:10]]
+    if a.dry:
+        lines.append("dry run: CPU, one shared extension source and cache, tiny sizes; the figures are not the H200's")
+    return "\n".join(lines)
+
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -13,7 +13,7 @@ PY=${PYTHON:-python3}
 export PYTHONPATH="$PWD:${PYTHONPATH:-}"
 export KERNELMINE_CACHE=${KERNELMINE_CACHE:-$(mktemp -d /tmp/km-cache-XXXX)}   # fresh: builds are measured
 T0=$(date +%s)
-if [ "${DRY:-0}" = 1 ]; then BENCH_ARGS=${BENCH_ARGS:---device cpu --cv-reps 2 --timed-calls 10}; fi
+if [ "${DRY:-0}" = 1 ]; then BENCH_ARGS=${BENCH_ARGS:---dry --cv}; fi
 { nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv 2>&1 || true; nproc; } > "$OUT/gpu.txt"
 $PY -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available() and torch.cuda.get_device_name(0))" >> "$OUT/gpu.txt" 2>&1
 rc=0
@@ -26,7 +26,7 @@ fi
 if [ "${BENCH:-1}" = 1 ]; then
   # whatever the tests left of the TOTAL_S budget (the harness table prints first; CV prints last)
   left=$(( ${TOTAL_S:-345} - ($(date +%s) - T0) - 20 ))
-  timeout --foreground -k 15 ${BENCH_LIMIT_S:-$left} $PY bench/harness_throughput.py ${BENCH_ARGS:-} \
+  timeout --foreground -k 15 ${BENCH_LIMIT_S:-$left} $PY bench/harness_throughput.py --deadline $(( ${BENCH_LIMIT_S:-$left} - 20 )) ${BENCH_ARGS:-} \
     > "$OUT/harness_throughput.log" 2>&1 || rc=1
   { echo "bench [$(( $(date +%s) - T0 )) s]:"; grep -v '^\[' "$OUT/harness_throughput.log" | tail -30; } | tee -a "$OUT/summary.txt"
 fi

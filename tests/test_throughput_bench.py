@@ -1,0 +1,159 @@
+"""The throughput bench (bench/harness_throughput.py): its candidates compute the model, its
+interval arithmetic, and a dry run end to end whose printed figures come from the records it made."""
+
+from __future__ import annotations
+
+import ast
+import json
+import statistics
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+import torch.utils.cpp_extension as ce
+
+from bench import harness_throughput as ht
+from bench import throughput_candidates as tc
+from rewards.harness.reference import override_constants
+
+ROOT = Path(__file__).resolve().parents[1]
+GOOD = {"act_forward": lambda x, op: [torch.relu, lambda v: v.clamp(0, 6), F.gelu, F.silu][op](x),
+        "bias_add": lambda y, b: y + b, "softmax_lastdim": lambda x: torch.softmax(x, -1)}
+
+
+def _run(task, cand_src: str, ext: dict, monkeypatch) -> bool:
+    """ModelNew (its load_inline answered by ``ext``) vs Model at the task's small sizes."""
+    monkeypatch.setattr(ce, "load_inline", lambda **kw: types.SimpleNamespace(**ext))
+    ref = types.ModuleType("ref")
+    exec(override_constants(task.source, task.small), ref.__dict__)
+    ns = dict(ref.__dict__)
+    exec(cand_src, ns)
+    torch.manual_seed(42)
+    m = ref.Model(*ref.get_init_inputs())
+    torch.manual_seed(42)
+    n = ns["ModelNew"](*ref.get_init_inputs())
+    torch.manual_seed(7)
+    xs = ref.get_inputs()
+    with torch.no_grad():
+        a, b = m(*xs), n(*xs)
+    return torch.allclose(a, b, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("task", tc.tasks(), ids=lambda t: t.id)
+def test_candidates_compute_the_model(task, monkeypatch):
+    """Every task's candidate, in each way of building, equals the reference with correct kernels;
+    with a wrong kernel (relu that passes negatives, gelu as identity) it does not."""
+    styles = tc.STYLES if task.id.endswith("_half") is False else ("init", "helper")
+    for st in styles:
+        c = tc.make_source(task, 0, "t", "cpu", style=st, compile_backend="eager")
+        assert c.swaps > 0
+        assert _run(task, c.source, GOOD, monkeypatch), (task.id, st)
+    bad = {**GOOD, "act_forward": lambda x, op: x, "bias_add": lambda y, b: y,
+           "softmax_lastdim": lambda x: x}
+    c = tc.make_source(task, 0, "t", "cpu", style="init")
+    assert not _run(task, c.source, bad, monkeypatch), task.id
+
+
+def _load_inline_sites(src: str) -> set[str]:
+    """Where load_inline is called: module, __init__, or the name of a helper function."""
+    out = set()
+    tree = ast.parse(src)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call) and getattr(sub.func, "id", None) == "load_inline":
+                    out.add(node.name)
+    for node in tree.body:
+        if isinstance(node, ast.Expr | ast.Assign) and "load_inline(" in ast.unparse(node):
+            out.add("module")
+    return out
+
+
+def test_candidate_styles_build_where_real_programs_do():
+    task = tc.tasks(1)[0]
+    srcs = {st: tc.make_source(task, 0, "t", "cuda", style=st).source for st in tc.STYLES}
+    assert _load_inline_sites(srcs["module"]) == {"module"}
+    assert _load_inline_sites(srcs["init"]) == {"__init__"}
+    assert _load_inline_sites(srcs["helper"]) == {"_load_fused_ops"}
+    assert "try:" in srcs["helper"] and "torch.jit.trace(" in srcs["init_jit"]
+    assert 'torch.compile(_Finish(), backend="inductor"' in srcs["helper_compile"]
+    cu = srcs["module"]
+    assert "#include <torch/extension.h>" in cu and "AT_DISPATCH_FLOATING_TYPES" in cu
+    # distinct builds: variants of one task differ in their CUDA source
+    cands = tc.candidates([task], 8, "t", "cuda")
+    assert len({c.source for c in cands}) == 8 and {c.style for c in cands} == set(tc.STYLES)
+
+
+def test_tasks_are_24_distinct():
+    ts = tc.tasks()
+    assert len(ts) == 24 and len({t.hash for t in ts}) == 24
+
+
+def test_busy_window_arithmetic():
+    assert ht.union([(0, 2), (1, 3), (5, 6), (4, 4)]) == [(0, 3), (5, 6)]
+    win = ht.union([(0, 10)])
+    assert ht.covered([(1, 2), (1.5, 3), (9, 12)], win) == pytest.approx(3.0)
+    assert ht.length(ht.union([(0, 1), (0.5, 2)])) == pytest.approx(2.0)
+
+
+def _corpus(tmp: Path) -> Path:
+    """A KernelBench run of one program (the dry candidate of the first suite task) and its
+    level3 reference at small sizes."""
+    task = tc.tasks(1)[0]
+    run = tmp / "repo" / "runs" / "dry_run"
+    run.mkdir(parents=True)
+    (run / "level_3_problem_1_sample_0_kernel.py").write_text(
+        tc.make_source(task, 0, "dry", "cpu", shared_ext=True, compile_backend="eager", sizes=task.small).source)
+    refs = tmp / "repo" / "KernelBench" / "level3"
+    refs.mkdir(parents=True)
+    (refs / "1_DeepMLP.py").write_text(override_constants(task.source, task.small))
+    return run
+
+
+@pytest.mark.slow
+def test_dry_run_end_to_end(tmp_path):
+    """Two configurations, the real-program mode and the CV check on CPU (2 C++ builds): every
+    printed figure is recomputed here from the per-candidate records of that run."""
+    out = tmp_path / "out.txt"
+    p = subprocess.run([sys.executable, "bench/harness_throughput.py", "--dry", "--cv", "--configs", "1,2",
+                        "--real", str(_corpus(tmp_path)), "--out", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    assert p.returncode == 0, p.stderr[-3000:]
+    fig = json.loads(out.with_suffix(".json").read_text())
+    rows = {(r["config"], r["evaluator"]): r for r in fig["rows"]}
+    assert set(rows) == {("1/task", "harness"), ("2/task", "harness"), ("real", "harness"),
+                         ("synthetic", "kernelbench-batch"), ("real", "kernelbench-batch")}
+    for (conf, ev), r in rows.items():
+        want = {"1/task": 2, "2/task": 2, "synthetic": 2, "real": 1}[conf]  # --kb-n 2 when dry
+        assert r["n"] == r["done"] == r["correct"] == want, (conf, ev, r["statuses"])
+        if ev == "harness":
+            recs = r["records"]
+            assert all(x["status"] == "ok" and x["runtime_us"] > 0 for x in recs)
+            assert r["cand_per_min"] == pytest.approx(len(recs) / r["wall_s"] * 60)
+            held = [x["gpu_held_s"] for x in recs]
+            assert min(held) > 0 and r["gpu_held_per_cand_s"] == pytest.approx(statistics.median(held))
+            fresh = [x["build_s"] for x in recs if not x["cache_hit"]]
+            assert r["build_median_s"] == (pytest.approx(statistics.median(fresh)) if fresh else None)
+            assert 0 < r["busy_lock"] <= 1 and r["queued_s"] > 0
+        else:
+            pre, ev_wall = r["pre_wall_s"], r["eval_wall_s"]
+            assert r["cand_per_min"] == pytest.approx(r["done"] / (pre * r["done"] / r["n"] + ev_wall) * 60)
+            assert all(x["runtime_ms"] > 0 and x["ref_runtime_ms"] > 0 for x in r["records"])
+    # the dry run shares one extension source and cache: built by the first configuration only
+    assert rows[("1/task", "harness")]["builds"] >= 1
+    assert rows[("2/task", "harness")]["builds"] == rows[("real", "harness")]["builds"] == 0
+    styles = [x.get("style") for x in rows[("synthetic", "kernelbench-batch")]["work"]]
+    assert styles == ["module", "init"]  # the baseline's sample takes the building styles in turn
+    for rr in fig["ratios"]:
+        h, k = rows[(rr["config"], "harness")], rows[(rr["baseline"], "kernelbench-batch")]
+        assert rr["ratio"] == pytest.approx(h["cand_per_min"] / k["cand_per_min"])
+    cv = fig["cv"]
+    assert cv["n"] == 2 and cv["cv"] == pytest.approx(statistics.pstdev(cv["runtimes_us"]) / statistics.mean(cv["runtimes_us"]))
+    text = out.read_text()
+    for rr in fig["ratios"]:
+        assert f"{rr['config']}: harness / kernelbench-batch = {rr['ratio']:.2f}x" in text
+    assert f"{cv['cv']:.3%}" in text and "targets (H200):" in text
