@@ -40,6 +40,7 @@ class HarnessConfig:
     gpu_workers: Any = "auto"
     cpu_workers: int = 1
     cache_dir: str = "~/.cache/kernelmine"
+    cache_key_file: str = ""  # the caches' MAC key (cachemac.py); "" = <cache_dir>/.keys/cache_mac.key
     network_namespace: bool = True
     compile_baseline: bool = True
     baselines: bool = True
