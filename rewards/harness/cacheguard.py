@@ -171,6 +171,12 @@ class BuildSeals:
         return cachemac.problem("build", k, why)
 
 
+def note(ev: dict, problems: list | None) -> None:
+    """Add ``problems`` to ``evidence.cache_tampered`` (the key only appears when there are some)."""
+    if problems:
+        ev.setdefault("cache_tampered", []).extend(problems)
+
+
 def entries_of(build_reply: dict, limit: int = 64) -> list[dict]:
     """The cache entries a build worker's reply names (``entries``, see buildcache.entries),
     sanitised and bounded."""

@@ -344,7 +344,7 @@ class Evaluator:
                 t1 = time.perf_counter()
                 ph["slot_wait"] = t1 - t_ready
                 # last check before the load: what failed now is discarded and the worker builds it
-                ev.setdefault("cache_tampered", []).extend(self._seals.before_load(ev.get("cache_entries", [])))
+                cacheguard.note(ev, self._seals.before_load(ev.get("cache_entries", [])))
                 self._execute(slot, src, ctx, r, ev)
                 ph["slot_held"] = time.perf_counter() - t1  # the throughput bound on one GPU
         finally:
@@ -560,9 +560,9 @@ class Evaluator:
         for _ in range(2):
             ok = self._build(src, r, ev, fast_build, task)
             bad = self._seals.after_build(ev.get("cache_entries", []))
+            cacheguard.note(ev, bad)
             if not bad:
                 break
-            ev.setdefault("cache_tampered", []).extend(bad)
         return ok
 
     def _build_checked(self, task: Any, src: str, r: EvalResult, ev: dict) -> bool:
@@ -571,11 +571,11 @@ class Evaluator:
         bad = self._seals.before_load(ev.get("cache_entries", []))
         if not bad:
             return True
-        ev.setdefault("cache_tampered", []).extend(bad)
+        cacheguard.note(ev, bad)
         again = self._new_result()
         ok = self._build_sealed(src, again, again.evidence, self.cfg.fast_build, task)
         ev["cache_entries"] = again.evidence.get("cache_entries", [])
-        ev.setdefault("cache_tampered", []).extend(again.evidence.get("cache_tampered", []))
+        cacheguard.note(ev, again.evidence.get("cache_tampered", []))
         if not ok:
             r.status, r.error, r.log_tail = again.status, again.error, again.log_tail
         return ok
@@ -640,8 +640,7 @@ class Evaluator:
         ev["model_mode"] = self.cfg.model_mode
         if ctx.get("unverifiable"):
             ev["unverifiable"] = ctx["unverifiable"]
-        if ctx.get("cache_tampered"):  # the cached baseline failed its MAC and was measured again
-            ev.setdefault("cache_tampered", []).extend(ctx["cache_tampered"])
+        cacheguard.note(ev, ctx.get("cache_tampered"))  # the cached baseline failed its MAC: measured again
         base = ctx["baseline"]
         r.ref_runtime_us, r.ref_compile_runtime_us = base.get("ref_runtime_us"), base.get("ref_compile_runtime_us")
         fl, why = floor.physical_floor(ctx["ref_flops"], ctx["ref_bytes"], ctx["dtype"], self.cfg.ceilings,
