@@ -9,12 +9,14 @@ move, and each has a legitimate twin (an untouched cache is reused, nothing is r
 import hashlib
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 
 import pytest
 
 from mining.tasks import load_file
+from rewards import dynamic
 from rewards.harness import Evaluator, baselines, buildcache, cacheguard, cachemac
 
 CANDS = Path(__file__).parent / "candidates"
@@ -171,7 +173,7 @@ def _digests(d: Path) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_rewritten_baselines_are_remeasured_and_reported(tmp_path):
+def test_rewritten_baselines_are_remeasured_and_the_writer_is_found(tmp_path):
     task = load_file(CANDS / "tiny_task.py")
     with Evaluator(_cfg(tmp_path)) as ev:
         first = ev.submit(task, HONEST).result()
@@ -182,26 +184,40 @@ def test_rewritten_baselines_are_remeasured_and_reported(tmp_path):
     with Evaluator(_cfg(tmp_path)) as ev:  # legit twin: the untouched record is reused as is
         reuse = ev.submit(task, HONEST).result()
     assert reuse.ref_runtime_us == first.ref_runtime_us and "cache_tampered" not in reuse.evidence
-    assert _digests(tmp_path / "baselines") == before
+    assert _digests(tmp_path / "baselines") == before and ev.cache_watch.events == []
 
-    with Evaluator(_cfg(tmp_path)) as ev:
-        attacker = ev.submit(task, REWRITE).result()
-    assert attacker.status == "ok", (attacker.error, attacker.log_tail)
-    changed = _digests(tmp_path / "baselines") != before  # False where the sandbox stopped the write
-
+    # between runs, a file write the way a candidate would make it: verified on use, measured again
+    (f,) = (tmp_path / "baselines").glob("*.json")
+    _forge(f, ref_runtime_us=first.ref_runtime_us * 1000)
     with Evaluator(_cfg(tmp_path)) as ev:
         honest = ev.submit(task, HONEST).result()
     assert honest.status == "ok", (honest.error, honest.log_tail)
-    forged = first.ref_runtime_us * 1000
-    assert honest.ref_runtime_us < forged / 20  # measured again, not the forged reference
-    assert honest.speedup == pytest.approx(honest.ref_runtime_us / honest.runtime_us)
-    assert honest.speedup < 20  # the honest candidate is the reference's own op: about 1x, never ~1000x
-    if changed:
-        assert [p["reason"] for p in honest.evidence["cache_tampered"]] == [cachemac.TAMPER]
-        assert ev.task_timings[0]["cache_tampered"][0]["cache"] == "baseline"
-    with Evaluator(_cfg(tmp_path)) as ev:  # the record was stored again, signed: reused, silent
+    assert honest.ref_runtime_us < first.ref_runtime_us * 50  # measured again, not the forged 1000x
+    assert honest.speedup == pytest.approx(honest.ref_runtime_us / honest.runtime_us) and honest.speedup < 20
+    assert honest.evidence["cache_tampered"] == [cachemac.problem("baseline", f.stem, cachemac.TAMPER)]
+    assert ev.task_timings[0]["cache_tampered"] == honest.evidence["cache_tampered"]
+    assert "cache_tamper_attributed" not in honest.evidence  # nobody of this run did it
+    assert not [x for x in dynamic.from_evidence(honest.evidence) if x.category == "file_tamper"]
+
+    # during a run, by a candidate (at import): repaired when it finishes, and tied to it
+    with Evaluator(_cfg(tmp_path)) as ev:
+        clean = ev.submit(task, HONEST).result()
+        before = _digests(tmp_path / "baselines")
+        attacker = ev.submit(task, REWRITE).result()
+        changed = _digests(tmp_path / "baselines") != before  # False where the sandbox stopped the write
         after = ev.submit(task, HONEST).result()
-    assert after.ref_runtime_us == honest.ref_runtime_us and "cache_tampered" not in after.evidence
+    assert clean.status == attacker.status == after.status == "ok", (attacker.error, attacker.log_tail)
+    assert "cache_tamper_attributed" not in clean.evidence and "cache_tamper_attributed" not in after.evidence
+    cats = [x.category for x in dynamic.from_evidence(attacker.evidence)]
+    if changed or attacker.evidence.get("cache_tamper_attributed"):
+        assert [p["reason"] for p in attacker.evidence["cache_tamper_attributed"]] == [cachemac.TAMPER]
+        assert "file_tamper" in cats and ev.cache_watch.events[0]["attributed"]
+    else:
+        assert "file_tamper" not in cats
+    assert after.ref_runtime_us == clean.ref_runtime_us == honest.ref_runtime_us
+    with Evaluator(_cfg(tmp_path)) as ev:  # the record was repaired from the orchestrator's copy
+        later = ev.submit(task, HONEST).result()
+    assert later.ref_runtime_us == honest.ref_runtime_us and "cache_tampered" not in later.evidence
 
 
 @pytest.mark.slow
@@ -232,7 +248,9 @@ OTHER = LEGIT.replace("return at::gelu(at::addmm(b, x, w.t())); }", "return at::
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, have_cxx):
+def built(tmp_path_factory):
+    if shutil.which("g++") is None and shutil.which("c++") is None:
+        pytest.skip("no C++ compiler")
     cache = tmp_path_factory.mktemp("kmcache")
     task = load_file(CANDS / "tiny_task.py")
     with Evaluator(_cfg(cache)) as ev:

@@ -50,6 +50,7 @@ class BuildSeals:
         self.kid = cachemac.key_id(self.key)
         self.lock_timeout_s = lock_timeout_s
         self._mu = threading.Lock()  # one seal/check at a time in this process
+        self._fp: dict[str, tuple] = {}  # entries sealed or verified here -> their stat fingerprint
 
     # -- one entry ----------------------------------------------------------------------
     def _seal_path(self, k: str) -> str:
@@ -123,16 +124,37 @@ class BuildSeals:
             with open(tmp, "w") as f:
                 json.dump(rec, f)
             os.replace(tmp, self._seal_path(k))
+            self._fp[k] = self._fingerprint(k)
             return None
 
     def check(self, k: str) -> str | None:
         with self._held(k):
-            return self._valid(k, self._read_seal(k), self._state(k))
+            why = self._valid(k, self._read_seal(k), self._state(k))
+            if why is None:
+                self._fp[k] = self._fingerprint(k)
+            return why
+
+    def _fingerprint(self, k: str) -> tuple:
+        from rewards.harness.cachewatch import fingerprint
+
+        return fingerprint(os.path.join(self.ext, k), _SKIP) + fingerprint(self._seal_path(k))
+
+    def changed(self) -> list[dict]:
+        """Entries sealed or verified in this process whose files moved since: checked, and
+        discarded (returned as problems) when they fail."""
+        out = []
+        for k, fp in list(self._fp.items()):
+            if self._fingerprint(k) != fp:
+                why = self.check(k)
+                if why is not None:
+                    out.append(self._drop(k, why))
+        return out
 
     def discard(self, k: str) -> None:
         """Move the entry aside (a loader never sees half of it) and delete it and its seal."""
         bdir = os.path.join(self.ext, k)
         with self._mu:
+            self._fp.pop(k, None)
             with contextlib.suppress(OSError):
                 os.remove(self._seal_path(k))
             aside = os.path.join(self.ext, f".discarded-{k}-{uuid.uuid4().hex[:8]}")

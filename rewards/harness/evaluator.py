@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from rewards.harness import baselines, cacheguard, floor, precision, protocol, timing
+from rewards.harness import baselines, cacheguard, cachewatch, floor, precision, protocol, timing
 from rewards.harness.compare import compare, zeros_would_pass
 from rewards.harness.config import HarnessConfig
 from rewards.harness.result import EvalResult
@@ -213,6 +213,7 @@ class Evaluator:
     def __enter__(self) -> Evaluator:
         os.makedirs(self.cache, exist_ok=True)
         self._seals = cacheguard.BuildSeals(self.cache, self.cfg.cache_key_file)  # creates the MAC key
+        self.cache_watch = cachewatch.Watch(self._seals, self.cache, self.cfg.cache_key_file)
         n_exec = self.cfg.n_exec_workers(self.device)
         gpus = self._visible_gpus()[:n_exec] if self.device == "cuda" else [None] * n_exec
         self._ref = self._spawn("reference", gpus[0])
@@ -309,6 +310,7 @@ class Evaluator:
 
     def _stage_build(self, task: Any, src: str, ctx: cf.Future, fut: cf.Future, t0: float) -> None:
         r = self._new_result()
+        self.cache_watch.begin(r)  # from here until _finish its workers may run its code
         ph = r.evidence["phases_s"]
         ph["queue"] = time.perf_counter() - t0
         t1 = time.perf_counter()
@@ -351,8 +353,8 @@ class Evaluator:
             self._slots.put(slot)
         fut.set_result(self._finish(r, t0))
 
-    @staticmethod
-    def _finish(r: EvalResult, t0: float) -> EvalResult:
+    def _finish(self, r: EvalResult, t0: float) -> EvalResult:
+        self.cache_watch.end(r, r.evidence)  # its workers are gone: did the cache move meanwhile?
         ph = r.evidence["phases_s"]
         ph["total"] = time.perf_counter() - t0
         r.evidence["phases_s"] = {k: round(v, 3) for k, v in ph.items()}
@@ -449,6 +451,8 @@ class Evaluator:
             tampered: list = []
             base = baselines.load(bk, self.cache, c.cache_key_file, tampered)  # None unless its MAC verifies
             ctx["cache_tampered"] = tampered  # re-measured below; candidates of this task report it
+            if base is not None:
+                self.cache_watch.baseline(bk, base)
             if base is None or (self._system_job(ctx["dtype"]) and "ref_system_profile" not in base
                                 and "ref_profiling_error" not in base):  # a failed profile is not retried
                 compile_err = None
@@ -488,9 +492,11 @@ class Evaluator:
                 base.update(device=self.device, gpu=self.info.get("gpu"), overrides=ov, task_hash=task.hash)
                 base["unverifiable"] = ctx["unverifiable"]
                 baselines.store(bk, base, self.cache, c.cache_key_file)
+                self.cache_watch.baseline(bk, base)
             elif base.get("unverifiable", False) != ctx["unverifiable"]:  # a record from before the check
                 base["unverifiable"] = ctx["unverifiable"]
                 baselines.store(bk, base, self.cache, c.cache_key_file)
+                self.cache_watch.baseline(bk, base)
             ctx["baseline"] = base
         tt["cache_tampered"] = ctx.get("cache_tampered") or []
         self.task_timings.append({k: round(v, 3) if isinstance(v, float) else v for k, v in tt.items()})
