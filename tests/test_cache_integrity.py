@@ -127,6 +127,22 @@ def test_a_claimed_compile_cannot_reseal_a_finished_build(tmp_path):
     assert s.after_build([{"key": KB, "compiled": True}]) == [] and s.check(KB) is None
 
 
+def test_a_source_remembers_its_entries_and_they_are_checked_before_its_next_build(tmp_path):
+    s = cacheguard.BuildSeals(str(tmp_path))
+    a = _entry(tmp_path, KA, b"good" * 50)
+    s.after_build([{"key": KA, "compiled": True}])
+    s.remember("src A", [{"key": KA, "compiled": True}])
+    assert s.known("src A") == [{"key": KA, "compiled": False}] and s.known("src B") == []
+    assert s.before_load(s.known("src A")) == [] and a.exists()  # legit: kept for the worker's cache hit
+    (a / "km_x.so").write_bytes(b"evil" * 50)
+    assert s.before_load(s.known("src A")) == [cachemac.problem("build", KA, cachemac.TAMPER)] and not a.exists()
+    (p,) = (tmp_path / "seals" / "src").glob("*.json")
+    rec = json.loads(p.read_text())
+    rec["body"] = json.dumps([{"key": KB}])  # a planted list is ignored
+    p.write_text(json.dumps(rec))
+    assert s.known("src A") == []
+
+
 def test_worker_reports_are_sanitised():
     rows = cacheguard.entries_of({"entries": [{"key": "../../etc"}, {"key": KA}, {"key": KA, "compiled": True},
                                               "junk", {"key": "A" * 32}]})

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -165,6 +166,34 @@ class BuildSeals:
         shutil.rmtree(aside, ignore_errors=True)
 
     # -- a build's entries ----------------------------------------------------------------
+    def _known_path(self, src: str) -> tuple[str, str]:
+        h = hashlib.sha256(src.encode()).hexdigest()
+        return os.path.join(os.path.dirname(self.seals), "src", h + ".json"), h
+
+    def known(self, src: str) -> list[dict]:
+        """The entries an earlier build of this very source used (signed, so a planted list is
+        ignored): checked before the build worker runs, so it never imports a tampered one."""
+        p, h = self._known_path(src)
+        try:
+            with open(p) as f:
+                rec = json.load(f)
+            body = rec["body"]
+            if rec.get("kid") == self.kid and cachemac.verify(self.key, "src", h, body.encode(), rec.get("mac")):
+                return _unique(json.loads(body))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        return []
+
+    def remember(self, src: str, entries: list[dict]) -> None:
+        if not entries:
+            return
+        (p, h), body = self._known_path(src), json.dumps([{"key": e["key"]} for e in entries])
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        tmp = f"{p}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump({"kid": self.kid, "mac": cachemac.mac(self.key, "src", h, body.encode()), "body": body}, f)
+        os.replace(tmp, p)
+
     def after_build(self, entries: list[dict]) -> list[dict]:
         """Seal what the build compiled, check what it reused; bad entries are discarded and
         returned as problems (the caller builds once more). An unsealed reused entry is left to

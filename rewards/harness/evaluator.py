@@ -563,12 +563,14 @@ class Evaluator:
         """``_build``, then the orchestrator seals what the worker compiled and checks what it
         reused (cacheguard.py): an entry found changed is discarded, listed in
         ``evidence.cache_tampered`` and built once more."""
+        cacheguard.note(ev, self._seals.before_load(self._seals.known(src)))  # before the worker imports them
         for _ in range(2):
             ok = self._build(src, r, ev, fast_build, task)
             bad = self._seals.after_build(ev.get("cache_entries", []))
             cacheguard.note(ev, bad)
             if not bad:
                 break
+        self._seals.remember(src, ev.get("cache_entries", []))
         return ok
 
     def _build_checked(self, task: Any, src: str, r: EvalResult, ev: dict) -> bool:
