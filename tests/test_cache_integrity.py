@@ -17,7 +17,7 @@ import pytest
 
 from mining.tasks import load_file
 from rewards import dynamic
-from rewards.harness import Evaluator, baselines, buildcache, cacheguard, cachemac
+from rewards.harness import Evaluator, baselines, buildcache, cacheguard, cachemac, cachewatch
 
 CANDS = Path(__file__).parent / "candidates"
 
@@ -141,6 +141,37 @@ def test_a_source_remembers_its_entries_and_they_are_checked_before_its_next_bui
     rec["body"] = json.dumps([{"key": KB}])  # a planted list is ignored
     p.write_text(json.dumps(rec))
     assert s.known("src A") == []
+
+
+def test_watch_ties_a_change_to_the_only_candidate_running_and_repairs_it(tmp_path):
+    c = str(tmp_path)
+    seals = cacheguard.BuildSeals(c)
+    w = cachewatch.Watch(seals, c)
+    rec = {"ref_runtime_us": 7.0}
+    baselines.store("t__cpu", rec, c)
+    w.baseline("t__cpu", rec)
+    a = _entry(tmp_path, KA, b"good" * 50)
+    seals.after_build([{"key": KA, "compiled": True}])
+    alone, ev = object(), {}
+    w.begin(alone)
+    w.end(alone, ev)  # legit twin: nothing moved, nothing said
+    assert ev == {} and w.events == []
+
+    w.begin(alone)
+    _forge(tmp_path / "baselines" / "t__cpu.json", ref_runtime_us=7000.0)
+    (a / "km_x.so").write_bytes(b"evil" * 50)
+    w.end(alone, ev)
+    assert sorted(p["cache"] for p in ev["cache_tamper_attributed"]) == ["baseline", "build"]
+    assert baselines.load("t__cpu", c) == rec and not a.exists()  # repaired from our copy; discarded
+    assert [f.category for f in dynamic.from_evidence(ev)] == ["file_tamper"]
+
+    x, y, evx = object(), object(), {}  # two candidates ran: nobody is blamed, the log says so
+    w.begin(x)
+    w.begin(y)
+    _forge(tmp_path / "baselines" / "t__cpu.json", ref_runtime_us=1.0)
+    w.end(x, evx)
+    assert evx == {} and w.events[-1]["attributed"] is False and w.events[-1]["suspects"] == 2
+    assert baselines.load("t__cpu", c) == rec
 
 
 def test_worker_reports_are_sanitised():

@@ -136,9 +136,7 @@ class BuildSeals:
             return why
 
     def _fingerprint(self, k: str) -> tuple:
-        from rewards.harness.cachewatch import fingerprint
-
-        return fingerprint(os.path.join(self.ext, k), _SKIP) + fingerprint(self._seal_path(k))
+        return cachemac.fingerprint(os.path.join(self.ext, k), _SKIP) + cachemac.fingerprint(self._seal_path(k))
 
     def changed(self) -> list[dict]:
         """Entries sealed or verified in this process whose files moved since: checked, and

@@ -16,24 +16,7 @@ import threading
 import time
 
 from rewards.harness import baselines, cacheguard, cachemac
-
-
-def fingerprint(path: str, skip: frozenset[str] = frozenset()) -> tuple:
-    """Stat rows of a file, or of every file under a directory but ``skip`` (links not followed)."""
-    rows = []
-    if os.path.isdir(path) and not os.path.islink(path):
-        for d, dirs, files in os.walk(path):
-            dirs[:] = sorted(x for x in dirs if x not in skip)
-            for n in sorted(x for x in files + [x for x in dirs if os.path.islink(os.path.join(d, x))] if x not in skip):
-                p = os.path.join(d, n)
-                st = os.lstat(p)
-                rows.append((os.path.relpath(p, path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-        return tuple(rows)
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return ("missing",)
-    return ((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns),)
+from rewards.harness.cachemac import fingerprint
 
 
 class Watch:
