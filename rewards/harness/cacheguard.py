@@ -113,6 +113,7 @@ class BuildSeals:
     def seal(self, k: str) -> str | None:
         """Seal what a build worker compiled; returns a reason when it may not (see the rules)."""
         with self._held(k):
+            fp0 = self._fingerprint(k)
             cur, old = self._state(k), self._read_seal(k)
             if cur is None:
                 return None  # the build left nothing (a worker that lied about compiling)
@@ -125,15 +126,29 @@ class BuildSeals:
             with open(tmp, "w") as f:
                 json.dump(rec, f)
             os.replace(tmp, self._seal_path(k))
-            self._fp[k] = self._fingerprint(k)
+            self._remember_fp(k, fp0[:-1] + self._fingerprint(k)[-1:])  # the seal file is ours
             return None
 
     def check(self, k: str) -> str | None:
         with self._held(k):
+            if k in self._fp and self._fp[k] == self._fingerprint(k):
+                # verified or sealed here and not one inode touched since (ctime cannot be set
+                # back by a user): no need to hash the entry again
+                return None
+            fp0 = self._fingerprint(k)
             why = self._valid(k, self._read_seal(k), self._state(k))
             if why is None:
-                self._fp[k] = self._fingerprint(k)
+                self._remember_fp(k, fp0)
             return why
+
+    def _remember_fp(self, k: str, before: tuple) -> None:
+        """Keep the entry's fingerprint for the fast path only when nothing moved while we hashed
+        it (a write during the hash would otherwise be vouched for by a later stat)."""
+        now = self._fingerprint(k)
+        if now == before:
+            self._fp[k] = now
+        else:
+            self._fp.pop(k, None)
 
     def _fingerprint(self, k: str) -> tuple:
         return cachemac.fingerprint(os.path.join(self.ext, k), _SKIP) + cachemac.fingerprint(self._seal_path(k))
