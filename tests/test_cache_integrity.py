@@ -87,6 +87,7 @@ KA, KB = "a" * 32, "b" * 32
 
 
 def test_build_seal_detects_flipped_bytes_swapped_so_and_copied_seals(tmp_path):
+    assert (cacheguard.MARKER, cacheguard.FAILED) == (buildcache.MARKER, buildcache.FAILED)
     s = cacheguard.BuildSeals(str(tmp_path))
     a, b = _entry(tmp_path, KA, b"\x7fELF-A" * 100), _entry(tmp_path, KB, b"\x7fELF-B" * 100)
     assert s.after_build([{"key": KA, "compiled": True}, {"key": KB, "compiled": True}]) == []

@@ -16,12 +16,16 @@ file of the entry. Rules:
 - an entry a build worker reports it compiled is sealed, unless a ``built`` seal already
   exists and no longer matches (a worker that claims to have compiled another key's entry
   cannot re-seal what it planted there);
-- an entry reported as a cache hit or a served failure, and every entry before a load, is
-  checked; an entry that fails (changed, unsealed, signed under another key) is moved aside
-  and deleted, reported as a problem (cachemac.problem), and built again by the caller.
+- an entry reported as a cache hit or a served failure, every entry an earlier build of the
+  same source used (``known``: checked before the build worker imports anything) and every
+  entry before a load are checked; an entry that fails (changed, unsealed, signed under
+  another key) is moved aside and deleted, reported as a problem (cachemac.problem), and built
+  again by the caller.
 What it does not stop: the first build of a key is trusted as it is when the worker reports
 (a candidate can change its own fresh ``.so`` before reporting, or plant one under a key no
-one built yet, and a later candidate with the same sources loads it); the sandbox narrows that.
+one built yet, and a later candidate with the same sources loads it); a write between the last
+check and the load itself (build workers write ``ext/``: closing that needs builds into their
+own scratch, published by the orchestrator); the profiler worker and ncu load after the check.
 """
 
 from __future__ import annotations
