@@ -67,6 +67,9 @@ def from_evidence(ev: dict[str, Any], runtime_us: float | None = None,
                       f"harness: runtime {runtime_us:.3g}us below physical floor {floor:.3g}us"))
     if ev.get("uninitialized_read"):
         out.append(_d("uninitialized_memory", f"harness: {ev['uninitialized_read']}"))
+    if ev.get("cache_tamper_attributed"):  # only this candidate ran when the cache changed (cachewatch.py)
+        what = [f"{p.get('cache')} {str(p.get('key'))[:24]} ({p.get('reason')})" for p in ev["cache_tamper_attributed"][:3]]
+        out.append(_d("file_tamper", f"harness: changed the orchestrator's cache: {', '.join(what)}"))
     return sorted(out, key=lambda f: f.category)
 
 

@@ -27,6 +27,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -142,6 +143,7 @@ def _load(args: dict, root: str, fast: str | None = None, builder=None, material
                 hit = mod is not None
                 if not hit:
                     _raise_recorded(key, bdir, args["name"], rec["rewrite"])
+                    _clear(bdir)
                     mod = _compile(args, bdir, key, rec, builder or _ORIG)
     except BaseException as e:
         rec.update(failed=True, error=str(e)[-2000:], cache_hit=False, build_s=time.perf_counter() - t0)
@@ -153,6 +155,26 @@ def _load(args: dict, root: str, fast: str | None = None, builder=None, material
     rec.update(cache_hit=hit, build_s=time.perf_counter() - t0)
     RECORDS.append(rec)
     return mod
+
+
+def _clear(bdir: str) -> None:
+    """Empty a build folder before compiling into it (we hold its lock): ninja keeps any output
+    newer than its inputs, so a ``.so`` planted in a folder nobody finished building would
+    otherwise be linked into nothing and imported as this build's."""
+    for n in os.listdir(bdir):
+        if n != ".km_build_lock":
+            p = os.path.join(bdir, n)
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(p)
+
+
+def entries() -> list[dict]:
+    """What this process's loads used, for the orchestrator's seals (cacheguard.py): per cache
+    key whether this process compiled it (or failed to)."""
+    return [{"key": r["key"], "compiled": r["compiled"], "failed": r["failed"]} for r in RECORDS]
 
 
 def _raise_recorded(key: str, bdir: str, name: str, rewrite: bool) -> None:

@@ -43,6 +43,7 @@ class HarnessConfig:
     reference_workers: int = 2  # tasks whose references prepare in parallel (only their timing takes the GPU lock)
     timeline_entries: int = 4096  # Evaluator.timeline: the last GPU-lock sections and phases, for checks
     cache_dir: str = "~/.cache/kernelmine"
+    cache_key_file: str = ""  # the caches' MAC key (cachemac.py); "" = <cache_dir>/.keys/cache_mac.key
     network_namespace: bool = True
     # isolation of processes that run candidate code (sandbox.Policy, docs/sandbox.md)
     sandbox: str = "best"  # strict: refuse without every protection | best: what the machine allows | off

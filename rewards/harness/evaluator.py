@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from rewards.harness import baselines, floor, precision, protocol, timing
+from rewards.harness import baselines, cacheguard, cachewatch, floor, precision, protocol, timing
 from rewards.harness.compare import compare, zeros_would_pass
 from rewards.harness.config import HarnessConfig
 from rewards.harness.result import EvalResult
@@ -336,6 +336,8 @@ class Evaluator:
         os.makedirs(self.cache, exist_ok=True)
         c = self.cfg  # what isolates candidate processes here (probed once; strict raises)
         self._sandbox = Policy(c.sandbox, self.cache, c.sandbox_hide, c.sandbox_uids, c.network_namespace, c.sandbox_ncu_uid)
+        self._seals = cacheguard.BuildSeals(self.cache, self.cfg.cache_key_file)  # creates the MAC key
+        self.cache_watch = cachewatch.Watch(self._seals, self.cache, self.cfg.cache_key_file)
         n_exec = self.cfg.n_exec_workers(self.device)
         gpus = self._visible_gpus()[:n_exec] if self.device == "cuda" else [None] * n_exec
         # a token per candidate that may be loaded on a slot at once (harness.resident), and as
@@ -417,7 +419,7 @@ class Evaluator:
         """Build only (fills the cache): status ``compile_error``/``timeout``, else ``invalid``
         with ``compiled`` True; ``build_s`` and ``cache_hit`` as in a full evaluation."""
         r = self._new_result()
-        self._build(candidate_source, r, r.evidence, self.cfg.fast_build if fast_build is None else fast_build)
+        self._build_sealed(candidate_source, r, r.evidence, self.cfg.fast_build if fast_build is None else fast_build)
         return r
 
     # -- stages ------------------------------------------------------------------
@@ -442,10 +444,11 @@ class Evaluator:
 
     def _stage_build(self, task: Any, src: str, ctx: cf.Future, fut: cf.Future, t0: float) -> None:
         r = self._new_result()
+        self.cache_watch.begin(r)  # from here until _finish its workers may run its code
         ph = r.evidence["phases_s"]
         ph["queue"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        ok = self._build(src, r, r.evidence, self.cfg.fast_build, task)
+        ok = self._build_sealed(src, r, r.evidence, self.cfg.fast_build, task)
         ph["build"] = time.perf_counter() - t1
         if not ok:
             fut.set_result(self._finish(r, t0))
@@ -467,20 +470,25 @@ class Evaluator:
             fut.set_result(self._finish(r, t0))
             return
         self._fill_ref(ctx, r, ev)
+        if ev.get("cache_entries") and not self._build_checked(task, src, r, ev):
+            fut.set_result(self._finish(r, t0))
+            return
         slot = self._slots.get()  # a resident token: the GPU lock is taken inside, only to time
         try:
             # from ready to a token: the exec pool's queue as well as the slot queue
             t1 = time.perf_counter()
             ph["slot_wait"] = t1 - t_ready
             ph["gpu_wait"] = ph["gpu_held"] = 0.0
+            # last check before the load: what failed now is discarded and the worker builds it
+            cacheguard.note(ev, self._seals.before_load(ev.get("cache_entries", [])))
             self._execute(slot, src, ctx, r, ev)
             ph["slot_held"] = time.perf_counter() - t1  # resident on the slot; gpu_held: alone on it
         finally:
             self._slots.put(slot)
         fut.set_result(self._finish(r, t0))
 
-    @staticmethod
-    def _finish(r: EvalResult, t0: float) -> EvalResult:
+    def _finish(self, r: EvalResult, t0: float) -> EvalResult:
+        self.cache_watch.end(r, r.evidence)  # its workers are gone: did the cache move meanwhile?
         ph = r.evidence["phases_s"]
         ph["total"] = time.perf_counter() - t0
         r.evidence["phases_s"] = {k: round(v, 3) for k, v in ph.items()}
@@ -587,7 +595,11 @@ class Evaluator:
         if c.baselines:
             bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls,
                                {"model_mode": c.primary_mode(), "precision": c.precision})
-            base = baselines.load(bk, self.cache)
+            tampered: list = []
+            base = baselines.load(bk, self.cache, c.cache_key_file, tampered)  # None unless its MAC verifies
+            ctx["cache_tampered"] = tampered  # re-measured below; candidates of this task report it
+            if base is not None:
+                self.cache_watch.baseline(bk, base)
             if base is None or (self._system_job(ctx["dtype"]) and "ref_system_profile" not in base
                                 and "ref_profiling_error" not in base):  # a failed profile is not retried
                 compile_err = None
@@ -622,11 +634,14 @@ class Evaluator:
                     base["compile_error"] = compile_err
                 base.update(device=self.device, gpu=self.info.get("gpu"), overrides=ov, task_hash=task.hash)
                 base["unverifiable"] = ctx["unverifiable"]
-                baselines.store(bk, base, self.cache)
+                baselines.store(bk, base, self.cache, c.cache_key_file)
+                self.cache_watch.baseline(bk, base)
             elif base.get("unverifiable", False) != ctx["unverifiable"]:  # a record from before the check
                 base["unverifiable"] = ctx["unverifiable"]
-                baselines.store(bk, base, self.cache)
+                baselines.store(bk, base, self.cache, c.cache_key_file)
+                self.cache_watch.baseline(bk, base)
             ctx["baseline"] = base
+        tt["cache_tampered"] = ctx.get("cache_tampered") or []
         self.task_timings.append({k: round(v, 3) if isinstance(v, float) else v for k, v in tt.items()})
         return ctx
 
@@ -690,6 +705,35 @@ class Evaluator:
             raise RuntimeError(f"ncu {rec[out_key]['status']}: {rec[out_key].get('reason', '')}")
 
     # -- one candidate ------------------------------------------------------------
+    def _build_sealed(self, src: str, r: EvalResult, ev: dict, fast_build: bool, task: Any = None) -> bool:
+        """``_build``, then the orchestrator seals what the worker compiled and checks what it
+        reused (cacheguard.py): an entry found changed is discarded, listed in
+        ``evidence.cache_tampered`` and built once more."""
+        cacheguard.note(ev, self._seals.before_load(self._seals.known(src)))  # before the worker imports them
+        for _ in range(2):
+            ok = self._build(src, r, ev, fast_build, task)
+            bad = self._seals.after_build(ev.get("cache_entries", []))
+            cacheguard.note(ev, bad)
+            if not bad:
+                break
+        self._seals.remember(src, ev.get("cache_entries", []))
+        return ok
+
+    def _build_checked(self, task: Any, src: str, r: EvalResult, ev: dict) -> bool:
+        """Before the slot: entries that fail their seals now are built again in the pool (not
+        on the GPU slot's time); False when that build fails (``r`` says why)."""
+        bad = self._seals.before_load(ev.get("cache_entries", []))
+        if not bad:
+            return True
+        cacheguard.note(ev, bad)
+        again = self._new_result()
+        ok = self._build_sealed(src, again, again.evidence, self.cfg.fast_build, task)
+        ev["cache_entries"] = again.evidence.get("cache_entries", [])
+        cacheguard.note(ev, again.evidence.get("cache_tampered", []))
+        if not ok:
+            r.status, r.error, r.log_tail = again.status, again.error, again.log_tail
+        return ok
+
     def _build(self, src: str, r: EvalResult, ev: dict, fast_build: bool, task: Any = None) -> bool:
         job = {"op": "build", "source": src, "cache_root": self.cache, "fast_build": fast_build}
         if task is not None:  # the candidate imports with the reference's names, as it will run,
@@ -722,6 +766,7 @@ class Evaluator:
                 log = w.log_tail(20000)
                 self._drop(w)
         r.build_s, r.cache_hit = round(b["build_s"], 3), b["cache_hit"]
+        ev["cache_entries"] = cacheguard.entries_of(b)  # the worker's word: checked, never trusted
         if b.get("fast_build"):
             ev["fast_build"] = b["fast_build"]
         ev["build_compiles"] = b.get("compiles", 0)
@@ -749,6 +794,7 @@ class Evaluator:
         ev["model_mode"] = self.cfg.model_mode
         if ctx.get("unverifiable"):
             ev["unverifiable"] = ctx["unverifiable"]
+        cacheguard.note(ev, ctx.get("cache_tampered"))  # the cached baseline failed its MAC: measured again
         base = ctx["baseline"]
         r.ref_runtime_us, r.ref_compile_runtime_us = base.get("ref_runtime_us"), base.get("ref_compile_runtime_us")
         fl, why = floor.physical_floor(ctx["ref_flops"], ctx["ref_bytes"], ctx["dtype"], self.cfg.ceilings,

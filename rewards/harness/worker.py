@@ -64,7 +64,7 @@ def _build_summary() -> dict:
             "cache_hit": bool(ok) and buildcache.compiles() == 0,
             "compiles": buildcache.compiles(), "compile_s": sum(r["build_s"] for r in recs if r["compiled"]),
             "failed_builds": sum(1 for r in recs if r["failed"] and not r["rewrite"]),
-            "cuda_sources": [s for r in ok for s in r["cuda_sources"]]}
+            "cuda_sources": [s for r in ok for s in r["cuda_sources"]], "entries": buildcache.entries()}
 
 
 def _failure(e: BaseException, s: dict) -> dict:
