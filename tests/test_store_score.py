@@ -64,3 +64,16 @@ def test_score_writes_one_row_per_sample_and_is_idempotent(tmp_path):
     p = subprocess.run(cmd + ["rewards.r_max=3.0"], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     assert st.read("scores").num_rows == 4
+
+
+def test_scorer_version_follows_verdict_settings_not_cache_or_workers():
+    from mining.config import load_config
+    from mining.stages.score_cmd import scorer_version
+
+    base = scorer_version(load_config([]))
+    # speed and isolation settings: the same verdicts, so the same version (no re-scoring)
+    assert scorer_version(load_config(["harness.cache_dir=/elsewhere", "harness.resident=2",
+                                       "harness.sandbox=off"])) == base
+    # a verdict setting (correctness trials, tolerance) makes a new version
+    assert scorer_version(load_config(["harness.trials=2"])) != base
+    assert scorer_version(load_config(["harness.atol.float32=0.01"])) != base

@@ -35,7 +35,11 @@ def scorer_version(cfg) -> str:
     from rewards.harness import HARNESS_VERSION
 
     rv = rcfg.load(_plain(cfg.rewards))["version"]
-    blob = json.dumps({"h": _plain(cfg.harness), "r": _plain(cfg.rewards)}, sort_keys=True)
+    # settings of speed and isolation (cache folder, worker counts, sandbox) change no verdict:
+    # moving the cache or adding workers must not make every stored score stale
+    ignored = set(cfg.store.score.get("version_ignores") or [])
+    harness = {k: v for k, v in _plain(cfg.harness).items() if k not in ignored}
+    blob = json.dumps({"h": harness, "r": _plain(cfg.rewards)}, sort_keys=True)
     return f"h{HARNESS_VERSION}-r{rv}-{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
 
 
