@@ -33,6 +33,8 @@ import time
 import torch
 import torch.utils.cpp_extension as ce
 
+from rewards.harness import buildspeed
+
 _ORIG = ce.load_inline
 _ORIG_LOAD = ce.load
 _EXT_H = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<torch/extension\.h>[ \t]*$", re.M)
@@ -180,7 +182,8 @@ def _compile(args: dict, bdir: str, key: str, rec: dict, builder):
         if builder is _ORIG:
             call.update(cpp_sources=_as_list(args.get("cpp_sources")),
                         cuda_sources=_as_list(args.get("cuda_sources")) or None)
-        mod = builder(**call)
+        with buildspeed.wrapped(_STATE.get("speed")):  # compiler-level cuts, each with its fallback
+            mod = builder(**call)
     except Exception as e:
         _FAILED_HERE[key] = str(e)[-3000:]
         with open(os.path.join(bdir, FAILED), "w") as f:
@@ -214,6 +217,7 @@ def install(cache_root: str, fast_build: bool, serve_failures: bool = False) -> 
     picks up) in this process. ``serve_failures``: a key the build worker failed to build fails
     here from its record, without the compiler (candidate and profiler workers)."""
     _STATE["serve_failures"] = serve_failures
+    _STATE["speed"] = buildspeed.from_env(cache_root)  # harness.build_speed, via the worker's env
     sig = inspect.signature(_ORIG)
     root = os.path.join(cache_root, "ext")
     lsig = inspect.signature(_ORIG_LOAD)

@@ -1,0 +1,173 @@
+"""buildspeed: the compiler wrappers' cuts, each falling back to the unchanged command (fake
+compilers that log their calls), and one real C++ build through the harness's cache (slow)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rewards.harness import buildspeed
+
+WRAP = [sys.executable, "-I", "-S", buildspeed.__file__]
+EXT_UNIT = "#include <torch/extension.h>\nint f() { return 1; }\n"
+
+
+def _fake(tmp_path, name: str, fail_if: str) -> str:
+    """A compiler that logs its argv and fails when ``fail_if`` is among its arguments; given
+    ``-o X`` it writes X (a PCH build's output)."""
+    log = tmp_path / f"{name}.log"
+    p = tmp_path / name
+    p.write_text(f"""#!{sys.executable}
+import sys, json
+a = sys.argv[1:]
+open({str(log)!r}, "a").write(json.dumps(a) + "\\n")
+if "-o" in a:
+    open(a[a.index("-o") + 1], "w").write("obj")
+sys.exit(1 if {fail_if!r} in a else 0)
+""")
+    p.chmod(0o755)
+    return str(p)
+
+
+def _calls(tmp_path, name: str) -> list[list[str]]:
+    f = tmp_path / f"{name}.log"
+    return [json.loads(x) for x in f.read_text().splitlines()] if f.exists() else []
+
+
+def _wrap(role: str, args: list[str], cfg: dict, cwd) -> subprocess.CompletedProcess:
+    env = {**os.environ, buildspeed._ENV: json.dumps(cfg)}
+    return subprocess.run([*WRAP, role, *args], env=env, cwd=cwd, capture_output=True, text=True)
+
+
+def _unit(tmp_path, text=EXT_UNIT):
+    (tmp_path / "main.cpp").write_text(text)
+    return ["-MMD", "-MF", "main.o.d", "-DTORCH_EXTENSION_NAME=m1", "-Iinc", "-c", str(tmp_path / "main.cpp"), "-o", "main.o"]
+
+
+def test_pch_used_and_shared_across_extensions(tmp_path):
+    cxx = _fake(tmp_path, "cxx", fail_if="never")
+    cfg = {"cxx": cxx, "state": str(tmp_path / "state"), "pch": True}
+    args = _unit(tmp_path)
+    assert _wrap("cxx", args, cfg, tmp_path).returncode == 0
+    other = [a.replace("m1", "m2") for a in args]  # another extension, same flags: the same PCH
+    assert _wrap("cxx", other, cfg, tmp_path).returncode == 0
+    calls = _calls(tmp_path, "cxx")
+    builds = [c for c in calls if "c++-header" in c]
+    assert len(builds) == 1 and builds[0][:1] == ["-Iinc"]  # built once, with the unit's own flags
+    compiles = [c for c in calls if "-c" in c]
+    assert len(compiles) == 2 and all(c[0] == "-include" and c[1].endswith(buildspeed.PCH_HEADER) for c in compiles)
+    # different flags (an -O3 in extra_cflags) get their own PCH
+    _wrap("cxx", [*args[:-2], "-O3", *args[-2:]], cfg, tmp_path)
+    assert len([c for c in _calls(tmp_path, "cxx") if "c++-header" in c]) == 2
+
+
+def test_compile_failing_with_pch_reruns_unchanged(tmp_path):
+    cxx = _fake(tmp_path, "cxx", fail_if="-include")
+    cfg = {"cxx": cxx, "state": str(tmp_path / "state"), "pch": True}
+    args = _unit(tmp_path)
+    assert _wrap("cxx", args, cfg, tmp_path).returncode == 0
+    assert _calls(tmp_path, "cxx")[-1] == args  # the fallback: the command torch wrote
+
+
+def test_pch_that_fails_to_build_is_not_tried_again(tmp_path):
+    cxx = _fake(tmp_path, "cxx", fail_if="c++-header")
+    cfg = {"cxx": cxx, "state": str(tmp_path / "state"), "pch": True}
+    args = _unit(tmp_path)
+    assert _wrap("cxx", args, cfg, tmp_path).returncode == 0
+    assert _wrap("cxx", args, cfg, tmp_path).returncode == 0
+    calls = _calls(tmp_path, "cxx")
+    assert sum("c++-header" in c for c in calls) == 1 and calls[1] == args and calls[2] == args
+
+
+def test_candidate_error_is_the_unchanged_commands(tmp_path):
+    cxx = _fake(tmp_path, "cxx", fail_if=str(tmp_path / "main.cpp"))  # a unit that cannot compile
+    cfg = {"cxx": cxx, "state": str(tmp_path / "state"), "pch": True}
+    assert _wrap("cxx", _unit(tmp_path), cfg, tmp_path).returncode == 1
+
+
+def test_pch_only_for_torch_binding_units(tmp_path):
+    cxx = _fake(tmp_path, "cxx", fail_if="never")
+    cfg = {"cxx": cxx, "state": str(tmp_path / "state"), "pch": True}
+    args = _unit(tmp_path, "#include <vector>\n#include <torch/extension.h>\n")  # not first: untouched
+    _wrap("cxx", args, cfg, tmp_path)
+    _wrap("cxx", ["main.o", "cuda.o", "-shared", "-o", "m.so"], cfg, tmp_path)  # the link
+    _wrap("cxx", _unit(tmp_path), {**cfg, "pch": False}, tmp_path)  # switched off
+    calls = _calls(tmp_path, "cxx")
+    assert calls == [args, ["main.o", "cuda.o", "-shared", "-o", "m.so"], _unit(tmp_path)]
+
+
+def test_nvcc_threads_only_for_several_archs(tmp_path):
+    nvcc = _fake(tmp_path, "nvcc", fail_if="never")
+    cfg = {"nvcc": nvcc, "nvcc_threads": 4}
+    one = ["-gencode=arch=compute_90,code=sm_90", "-c", "cuda.cu", "-o", "cuda.o"]
+    two = ["-gencode=arch=compute_80,code=sm_80", *one]
+    for args in (one, two, ["-t2", *two]):
+        _wrap("nvcc", args, cfg, tmp_path)
+    _wrap("nvcc", two, {**cfg, "nvcc_threads": 0}, tmp_path)
+    assert _calls(tmp_path, "nvcc") == [one, ["--threads", "4", *two], ["-t2", *two], two]
+
+
+def test_nvcc_failing_with_threads_reruns_unchanged(tmp_path):
+    nvcc = _fake(tmp_path, "nvcc", fail_if="--threads")
+    two = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90", "-c", "cuda.cu"]
+    assert _wrap("nvcc", two, {"nvcc": nvcc, "nvcc_threads": 4}, tmp_path).returncode == 0
+    assert _calls(tmp_path, "nvcc")[-1] == two
+
+
+def test_settings_from_env(tmp_path, monkeypatch):
+    monkeypatch.delenv(buildspeed.SWITCHES_ENV, raising=False)
+    assert buildspeed.from_env(str(tmp_path)) is None  # not asked for: builds unchanged
+    monkeypatch.setenv(buildspeed.SWITCHES_ENV, json.dumps({"pch": False, "nvcc_threads": 0}))
+    assert buildspeed.from_env(str(tmp_path)) is None
+    monkeypatch.setenv(buildspeed.SWITCHES_ENV, json.dumps({"pch": True}))
+    monkeypatch.setenv("CXX", "/x/km-g++")  # a wrapper left in the env is never the real compiler
+    cfg = buildspeed.from_env(str(tmp_path))
+    assert cfg["pch"] and cfg["cxx"] == "c++" and cfg["state"] == os.path.join(str(tmp_path), "buildspeed")
+    with buildspeed.wrapped(cfg):
+        assert os.environ["CXX"].endswith("km-g++") and os.access(os.environ["CXX"], os.X_OK)
+    assert os.environ["CXX"] == "/x/km-g++"  # restored
+
+
+def test_config_keys():
+    from rewards.harness.config import HarnessConfig
+
+    assert HarnessConfig.from_mapping({"build_speed": {"pch": False}}).build_speed == {"pch": False, "nvcc_threads": 4}
+    with pytest.raises(ValueError, match="build_speed"):
+        HarnessConfig.from_mapping({"build_speed": {"pchh": True}})
+
+
+CPP = """
+#include <torch/extension.h>
+torch::Tensor axpy(torch::Tensor x, double a) { return x * a + 1; }
+"""
+
+
+@pytest.mark.slow
+def test_real_cpu_build_with_pch_matches_plain(tmp_path, monkeypatch, have_cxx):
+    """A C++ extension built through the harness's cache with the PCH computes what the plain
+    build computes; the PCH is made once and reused; the cache key still follows the source."""
+    import torch
+    import torch.utils.cpp_extension as ce
+
+    from rewards.harness import buildcache
+
+    x = torch.arange(6.0)
+    try:
+        monkeypatch.delenv(buildspeed.SWITCHES_ENV, raising=False)
+        buildcache.install(str(tmp_path / "plain"), fast_build=False)
+        plain = ce.load_inline("km_bs_plain", CPP, functions=["axpy"])
+        monkeypatch.setenv(buildspeed.SWITCHES_ENV, json.dumps({"pch": True}))
+        buildcache.install(str(tmp_path / "fast"), fast_build=False)
+        fast = ce.load_inline("km_bs_fast", CPP, functions=["axpy"])
+        fast2 = ce.load_inline("km_bs_fast2", CPP.replace("+ 1", "+ 2"), functions=["axpy"])
+    finally:
+        ce.load_inline, ce.load = buildcache._ORIG, buildcache._ORIG_LOAD
+    assert torch.equal(plain.axpy(x, 3.0), fast.axpy(x, 3.0)) and torch.equal(fast2.axpy(x, 3.0), x * 3 + 2)
+    gch = [f for _, _, fs in os.walk(tmp_path / "fast" / "buildspeed" / "pch") for f in fs if f.endswith(".gch")]
+    assert len(gch) == 1
+    recs = [r for r in buildcache.RECORDS if r["name"].startswith("km_bs_fast")]
+    assert len({r["key"] for r in recs}) == 2 and all(r["compiled"] and not r["failed"] for r in recs)
