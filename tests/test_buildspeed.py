@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -121,7 +122,7 @@ def test_nvcc_failing_with_threads_reruns_unchanged(tmp_path):
 def test_settings_from_env(tmp_path, monkeypatch):
     monkeypatch.delenv(buildspeed.SWITCHES_ENV, raising=False)
     assert buildspeed.from_env(str(tmp_path)) is None  # not asked for: builds unchanged
-    monkeypatch.setenv(buildspeed.SWITCHES_ENV, json.dumps({"pch": False, "nvcc_threads": 0}))
+    monkeypatch.setenv(buildspeed.SWITCHES_ENV, json.dumps({"pch": False, "nvcc_threads": 0, "split_launchers": False}))
     assert buildspeed.from_env(str(tmp_path)) is None
     monkeypatch.setenv(buildspeed.SWITCHES_ENV, json.dumps({"pch": True}))
     monkeypatch.setenv("CXX", "/x/km-g++")  # a wrapper left in the env is never the real compiler
@@ -135,7 +136,7 @@ def test_settings_from_env(tmp_path, monkeypatch):
 def test_config_keys():
     from rewards.harness.config import HarnessConfig
 
-    assert HarnessConfig.from_mapping({"build_speed": {"pch": False}}).build_speed == {"pch": False, "nvcc_threads": 4}
+    assert HarnessConfig.from_mapping({"build_speed": {"pch": False}}).build_speed == {"pch": False, "nvcc_threads": 4, "split_launchers": True}
     with pytest.raises(ValueError, match="build_speed"):
         HarnessConfig.from_mapping({"build_speed": {"pchh": True}})
 
@@ -171,3 +172,76 @@ def test_real_cpu_build_with_pch_matches_plain(tmp_path, monkeypatch, have_cxx):
     assert len(gch) == 1
     recs = [r for r in buildcache.RECORDS if r["name"].startswith("km_bs_fast")]
     assert len({r["key"] for r in recs}) == 2 and all(r["compiled"] and not r["failed"] for r in recs)
+
+
+# -- the launcher split (splitcu) ---------------------------------------------------------------
+REAL_STYLE = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda_runtime.h>
+#define TILE 16  // a macro both sides use
+constexpr int kThreads = 256;
+struct Pair { float a, b; };
+__device__ __forceinline__ float relu(float v) { return v > 0.f ? v : 0.f; }
+__global__ void __launch_bounds__(256) add_relu_kernel(const float* __restrict__ x, const float* y, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = relu(x[i] + y[i]);  // "<<<" in a comment or "string" is no launch
+}
+__global__ void tick_kernel() {}
+static int blocks_for(int n) { return (n + kThreads - 1) / kThreads; }
+torch::Tensor add_relu(torch::Tensor x, torch::Tensor y) {
+    auto out = torch::empty_like(x);
+    int n = x.numel();
+    add_relu_kernel<<<blocks_for(n), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), y.data_ptr<float>(), out.data_ptr<float>(), n);
+    tick_kernel<<<1, 1>>>();
+    return out;
+}
+"""
+
+
+def test_split_moves_launchers_out_of_the_cu():
+    from rewards.harness import splitcu
+
+    cu, host = splitcu.split(REAL_STYLE)
+    assert not re.search(r"\b(?:torch|at|ATen|c10)\b", cu)  # nvcc sees CUDA headers only
+    assert "relu(float v)" in cu and "add_relu_kernel<<<km_g, km_b, km_s, km_st>>>(x, y, out, n)" in cu
+    assert "const float* __restrict__ x, const float* y, float* out, int n)" in cu  # the kernel's own params
+    assert "<<<" not in host and "__global__" not in host and "relu(float v)" not in host
+    assert "__km_launch_add_relu_kernel(blocks_for(n), kThreads, 0, at::cuda::getCurrentCUDAStream()," in host
+    assert "__km_launch_tick_kernel(1, 1, 0, 0)" in host
+    for both in ("#define TILE 16", "constexpr int kThreads = 256", "struct Pair"):
+        assert both in cu and both in host
+    assert "#include <ATen/cuda/CUDAContext.h>" in host and "ATen" not in cu
+
+
+@pytest.mark.parametrize("edit", [
+    lambda s: s.replace("__global__ void tick_kernel() {}", "template <typename T> __global__ void tick_kernel() {}"),
+    lambda s: s.replace("struct Pair { float a, b; };", "namespace km { struct Pair { float a, b; }; }"),
+    lambda s: s.replace("#define TILE 16", "#ifdef USE_TILE\n#define TILE 16\n#endif"),
+    lambda s: s.replace("int n = x.numel();", "int n = x.numel();\n#ifdef __CUDACC__\n n = 0;\n#endif"),
+    lambda s: s.replace("tick_kernel<<<1, 1>>>();", "tick_kernel<<<1, 1>>>(); other_kernel<<<1, 1>>>();"),
+    lambda s: s.replace("tick_kernel<<<1, 1>>>();", "cudaFuncSetAttribute(tick_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 0);"),
+])
+def test_split_declines_what_it_cannot_sort(edit):
+    """Templated kernels (instances made in host code nvcc no longer sees), namespaces,
+    conditional compilation, __CUDACC__ tests, launches of unknown kernels, kernels used as
+    host symbols: the source is left as it is."""
+    from rewards.harness import splitcu
+
+    assert splitcu.split(REAL_STYLE) is not None  # the twin
+    assert splitcu.split(edit(REAL_STYLE)) is None
+
+
+def test_split_launchers_args(monkeypatch):
+    args = {"name": "m", "cpp_sources": "torch::Tensor add_relu(torch::Tensor x, torch::Tensor y);",
+            "cuda_sources": REAL_STYLE, "functions": ["add_relu"], "extra_cuda_cflags": ["-O3", "-DKM_X=1"],
+            "extra_cflags": None, "no_implicit_headers": False}
+    cfg = {"split_launchers": True}
+    new = buildspeed.split_launchers(args, cfg)
+    assert new["no_implicit_headers"] and new["cpp_sources"][0] == "#include <torch/extension.h>"  # the PCH's unit
+    assert new["extra_cflags"] == ["-DKM_X=1"] and new["functions"] == ["add_relu"]
+    assert buildspeed.split_launchers(args, {"split_launchers": False}) is None
+    assert buildspeed.split_launchers(args, None) is None
+    bound_in_cu = {**args, "cuda_sources": REAL_STYLE + "PYBIND11_MODULE(m, x) {}"}
+    assert buildspeed.split_launchers(bound_in_cu, cfg) is None

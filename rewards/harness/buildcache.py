@@ -98,6 +98,9 @@ def uses_torch(cuda_source: str) -> bool:
 
 def lighten(args: dict) -> tuple[dict, str | None]:
     """The fast-build rewrite of a call's arguments and its name (see module docstring)."""
+    split = buildspeed.split_launchers(args, _STATE.get("speed"))  # launchers out of nvcc (falls back)
+    if split is not None:
+        return split, "split_launchers"
     cuda = _as_list(args.get("cuda_sources"))
     cpp = _as_list(args.get("cpp_sources"))
     if not cuda or not cpp or args.get("no_implicit_headers") or any("PYBIND11_MODULE" in s for s in cuda):

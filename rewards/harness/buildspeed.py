@@ -12,6 +12,9 @@ library only) for the duration of a build. What they do, each switch in ``harnes
   every later build. GCC checks a PCH's flags itself and reads the header's text when it does not
   match (``-Winvalid-pch`` says so); a PCH that fails to build is never tried again; a compile
   that fails with the PCH is run again unchanged, so a candidate's own error is what it sees.
+- ``split_launchers`` (a rewrite of the call's arguments, not a wrapper; see splitcu.py): the
+  ``torch::Tensor`` launchers leave the ``.cu`` for the binding unit, so nvcc compiles CUDA
+  headers only; buildcache builds the original source when the split fails to build.
 - ``nvcc_threads``: ``--threads N`` when the command compiles more than one GPU arch (the
   candidate's ``-gencode`` flags on top of the harness's single arch): nvcc then compiles the
   archs in parallel instead of one after another.
@@ -38,7 +41,7 @@ _DROP_WITH_VALUE = {"-o", "-MF", "-MT", "-MQ"}
 _DROP = {"-c", "-MMD", "-MD"}
 _ENV = "KM_BUILDSPEED"  # JSON: the wrappers' settings (the real compilers, the state dir, switches)
 SWITCHES_ENV = "KM_BUILD_SPEED"  # JSON: harness.build_speed, set by the evaluator for every worker
-DEFAULTS = {"pch": True, "nvcc_threads": 4}
+DEFAULTS = {"pch": True, "nvcc_threads": 4, "split_launchers": True}
 
 
 # -- the wrappers (run as ``python buildspeed.py cxx|nvcc ARGS``; standard library only) ------------
@@ -161,6 +164,37 @@ def nvcc_main(args: list[str], cfg: dict) -> int:
 
 
 # -- the harness side (imports torch lazily: the wrappers must start fast) -----------------------
+def _as_list(x) -> list[str]:
+    return [] if x is None else [x] if isinstance(x, str) else list(x)
+
+
+def split_launchers(args: dict, cfg: dict | None) -> dict | None:
+    """load_inline arguments with the CUDA source split (splitcu.py): kernels and a trampoline per
+    kernel in a torch-free ``.cu``, the ``torch::Tensor`` launchers in the C++ binding unit (which
+    the PCH makes cheap). None when switched off or the source is not split; a split that fails to
+    build is the caller's to fall back from."""
+    import inspect
+
+    import torch.utils.cpp_extension as ce
+
+    from rewards.harness import splitcu
+
+    cuda = _as_list(args.get("cuda_sources"))
+    if not (cfg and cfg.get("split_launchers") and cuda) or args.get("no_implicit_headers") \
+            or "no_implicit_headers" not in inspect.signature(ce.load_inline).parameters \
+            or any("PYBIND11_MODULE" in s for s in cuda):
+        return None
+    parts = splitcu.split("\n".join(cuda))
+    if parts is None:
+        return None
+    cu, host = parts
+    # macros the candidate defines for its CUDA unit reach the host code that moved
+    defs = [f for f in _as_list(args.get("extra_cuda_cflags")) if f.startswith(("-D", "-U"))]
+    return {**args, "no_implicit_headers": True, "cuda_sources": [cu],
+            "cpp_sources": ["#include <torch/extension.h>", *_as_list(args.get("cpp_sources")), host],
+            "extra_cflags": [*_as_list(args.get("extra_cflags")), *defs]}
+
+
 def _write_wrapper(bindir: str, name: str, role: str) -> str:
     path = os.path.join(bindir, name)
     text = f'#!/bin/sh\nexec "{sys.executable}" -I -S "{os.path.abspath(__file__)}" {role} "$@"\n'
@@ -188,7 +222,8 @@ def settings(cache_root: str, switches: dict | None = None) -> dict:
     # never a wrapper as the real compiler (a second install in one process would loop)
     cxx, nvcc = ("c++" if "km-g++" in cxx else cxx), ("nvcc" if "km-nvcc" in nvcc else nvcc)
     return {"cxx": cxx, "nvcc": nvcc, "state": os.path.join(cache_root, "buildspeed"),
-            "pch": bool(sw["pch"]), "nvcc_threads": int(sw["nvcc_threads"] or 0)}
+            "pch": bool(sw["pch"]), "nvcc_threads": int(sw["nvcc_threads"] or 0),
+            "split_launchers": bool(sw["split_launchers"])}
 
 
 def from_env(cache_root: str) -> dict | None:
