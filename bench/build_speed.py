@@ -168,6 +168,7 @@ def main() -> int:
     ap.add_argument("--cuda-home", default=None, help="CUDA to compile with when torch has none (CPU torch)")
     ap.add_argument("--pch", type=int, default=1)
     ap.add_argument("--nvcc-threads", type=int, default=4)
+    ap.add_argument("--split", type=int, default=1, help="split_launchers (1/0)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--capture", nargs="+", help=argparse.SUPPRESS)
     ap.add_argument("--build", help=argparse.SUPPRESS)
@@ -187,7 +188,7 @@ def main() -> int:
 
     srcs = sources(a.n, a.corpus)
     recipes = a.recipes.split(",")
-    speed = {"pch": bool(a.pch), "nvcc_threads": a.nvcc_threads}
+    speed = {"pch": bool(a.pch), "nvcc_threads": a.nvcc_threads, "split_launchers": bool(a.split)}
     say(f"build_speed: {len(srcs)} sources, jobs={a.jobs}, MAX_JOBS=2, arch={os.environ['TORCH_CUDA_ARCH_LIST']}, "
         f"cores={os.cpu_count()}, recipes={recipes}, build_speed={speed}")
     work = tempfile.mkdtemp(prefix="km_build_speed_")

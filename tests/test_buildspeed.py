@@ -245,3 +245,56 @@ def test_split_launchers_args(monkeypatch):
     assert buildspeed.split_launchers(args, None) is None
     bound_in_cu = {**args, "cuda_sources": REAL_STYLE + "PYBIND11_MODULE(m, x) {}"}
     assert buildspeed.split_launchers(bound_in_cu, cfg) is None
+
+
+@pytest.mark.slow
+def test_failing_split_falls_back_to_the_original(tmp_path, monkeypatch, have_cxx):
+    """A split whose build fails (here: a rewrite that cannot compile) is followed by a build of
+    the candidate's own source, which loads and computes; the record says so."""
+    import torch
+    import torch.utils.cpp_extension as ce
+
+    from rewards.harness import buildcache
+
+    broken = lambda args, cfg: {**args, "cpp_sources": [*buildspeed._as_list(args["cpp_sources"]), "this is not C++;"]}  # noqa: E731
+    monkeypatch.setattr(buildspeed, "split_launchers", broken)
+    monkeypatch.setenv(buildspeed.SWITCHES_ENV, json.dumps({"pch": False}))
+    try:
+        buildcache.install(str(tmp_path), fast_build=True)
+        mod = ce.load_inline("km_bs_fallback", CPP, functions=["axpy"])
+    finally:
+        ce.load_inline, ce.load = buildcache._ORIG, buildcache._ORIG_LOAD
+    assert torch.equal(mod.axpy(torch.ones(3), 2.0), torch.full((3,), 3.0))
+    recs = [r for r in buildcache.RECORDS if r["name"] == "km_bs_fallback"]
+    assert [r["fast_build"] for r in recs] == ["split_launchers", "fallback:split_launchers"]
+    assert recs[0]["failed"] and not recs[1]["failed"]
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_split_build_computes_what_the_original_computes(tmp_path, monkeypatch):
+    """On the GPU: REAL_STYLE built split (torch-free .cu, launchers in main.cpp with the PCH)
+    and built as written give the same outputs, and the split build really was the split one."""
+    import torch
+    import torch.utils.cpp_extension as ce
+
+    from rewards.harness import buildcache
+
+    cpp = "torch::Tensor add_relu(torch::Tensor x, torch::Tensor y);"
+    x, y = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+    out = {}
+    try:
+        for recipe, fast in (("orig", False), ("split", True)):
+            if fast:
+                monkeypatch.setenv(buildspeed.SWITCHES_ENV, json.dumps({"pch": True, "split_launchers": True}))
+            else:
+                monkeypatch.delenv(buildspeed.SWITCHES_ENV, raising=False)
+            buildcache.install(str(tmp_path / recipe), fast_build=fast)
+            mod = ce.load_inline(f"km_bs_{recipe}", cpp, REAL_STYLE, functions=["add_relu"])
+            out[recipe] = mod.add_relu(x, y)
+    finally:
+        ce.load_inline, ce.load = buildcache._ORIG, buildcache._ORIG_LOAD
+    torch.testing.assert_close(out["split"], out["orig"], rtol=0, atol=0)
+    torch.testing.assert_close(out["orig"], torch.relu(x + y), rtol=0, atol=0)
+    rec = [r for r in buildcache.RECORDS if r["name"] == "km_bs_split"]
+    assert rec[-1]["fast_build"] == "split_launchers" and not rec[-1]["failed"]
