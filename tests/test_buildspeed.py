@@ -131,6 +131,8 @@ def test_settings_from_env(tmp_path, monkeypatch):
     with buildspeed.wrapped(cfg):
         assert os.environ["CXX"].endswith("km-g++") and os.access(os.environ["CXX"], os.X_OK)
     assert os.environ["CXX"] == "/x/km-g++"  # restored
+    with buildspeed.wrapped({**cfg, "cxx": str(tmp_path / "no-such-compiler"), "state": str(tmp_path / "s2")}):
+        assert os.environ["CXX"] == "/x/km-g++"  # a wrapper that cannot reach its compiler is not used
 
 
 def test_config_keys():
@@ -240,7 +242,7 @@ def test_split_launchers_args(monkeypatch):
     cfg = {"split_launchers": True}
     new = buildspeed.split_launchers(args, cfg)
     assert new["no_implicit_headers"] and new["cpp_sources"][0] == "#include <torch/extension.h>"  # the PCH's unit
-    assert new["extra_cflags"] == ["-DKM_X=1"] and new["functions"] == ["add_relu"]
+    assert new["extra_cflags"] == [*buildspeed._NVCC_DEFS, "-DKM_X=1"] and new["functions"] == ["add_relu"]
     assert buildspeed.split_launchers(args, {"split_launchers": False}) is None
     assert buildspeed.split_launchers(args, None) is None
     bound_in_cu = {**args, "cuda_sources": REAL_STYLE + "PYBIND11_MODULE(m, x) {}"}

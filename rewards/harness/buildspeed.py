@@ -164,6 +164,10 @@ def nvcc_main(args: list[str], cfg: dict) -> int:
 
 
 # -- the harness side (imports torch lazily: the wrappers must start fast) -----------------------
+_NVCC_DEFS = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",  # torch's nvcc flags
+              "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"]
+
+
 def _as_list(x) -> list[str]:
     return [] if x is None else [x] if isinstance(x, str) else list(x)
 
@@ -188,8 +192,8 @@ def split_launchers(args: dict, cfg: dict | None) -> dict | None:
     if parts is None:
         return None
     cu, host = parts
-    # macros the candidate defines for its CUDA unit reach the host code that moved
-    defs = [f for f in _as_list(args.get("extra_cuda_cflags")) if f.startswith(("-D", "-U"))]
+    # the host code that moved keeps the macros nvcc compiled it with: torch's and the candidate's
+    defs = [*_NVCC_DEFS, *(f for f in _as_list(args.get("extra_cuda_cflags")) if f.startswith(("-D", "-U")))]
     return {**args, "no_implicit_headers": True, "cuda_sources": [cu],
             "cpp_sources": ["#include <torch/extension.h>", *_as_list(args.get("cpp_sources")), host],
             "extra_cflags": [*_as_list(args.get("extra_cflags")), *defs]}
@@ -210,6 +214,21 @@ def _write_wrapper(bindir: str, name: str, role: str) -> str:
     os.chmod(tmp, 0o755)
     os.replace(tmp, path)
     return path
+
+
+_RUNS: dict[str, bool] = {}
+
+
+def _runs(wrapper: str, cfg: dict) -> bool:
+    """The wrapper starts and reaches the real compiler (once per process and path)."""
+    if wrapper not in _RUNS:
+        try:
+            p = subprocess.run([wrapper, "--version"], capture_output=True, timeout=60,
+                               env={**os.environ, _ENV: json.dumps(cfg)})
+            _RUNS[wrapper] = p.returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            _RUNS[wrapper] = False
+    return _RUNS[wrapper]
 
 
 def settings(cache_root: str, switches: dict | None = None) -> dict:
@@ -244,10 +263,16 @@ def wrapped(cfg: dict | None):
         yield
         return
     bindir = os.path.join(cfg["state"], "bin")
-    os.makedirs(bindir, exist_ok=True)
-    # "g++" in the name: torch's compiler check accepts a wrapper by its path
-    env = {"CXX": _write_wrapper(bindir, "km-g++", "cxx"), "PYTORCH_NVCC": _write_wrapper(bindir, "km-nvcc", "nvcc"),
-           _ENV: json.dumps(cfg)}
+    try:
+        os.makedirs(bindir, exist_ok=True)
+        # "g++" in the name: torch's compiler check accepts a wrapper by its path
+        env = {"CXX": _write_wrapper(bindir, "km-g++", "cxx"), "PYTORCH_NVCC": _write_wrapper(bindir, "km-nvcc", "nvcc"),
+               _ENV: json.dumps(cfg)}
+    except OSError:
+        env = {}
+    if not env or not _runs(env["CXX"], cfg):
+        yield  # a wrapper that cannot run (a noexec cache, no python) must not fail every build
+        return
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
