@@ -89,7 +89,9 @@ def sources(n: int, corpus: str) -> list[tuple[str, dict]]:
         got += [(path, c[0]) for path, c in calls.items() if c]
         if len(got) >= n:
             break
-    return got[:n]
+    # fewer sources than n (bench/build_sources): repeat them; each copy is its own build (the
+    # extension name differs, so does the cache key)
+    return [got[i % len(got)] for i in range(n)] if got else []
 
 
 # -- one build (in a child: a fresh process, as a build worker is) -------------------------------
