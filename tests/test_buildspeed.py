@@ -300,3 +300,15 @@ def test_split_build_computes_what_the_original_computes(tmp_path, monkeypatch):
     torch.testing.assert_close(out["orig"], torch.relu(x + y), rtol=0, atol=0)
     rec = [r for r in buildcache.RECORDS if r["name"] == "km_bs_split"]
     assert rec[-1]["fast_build"] == "split_launchers" and not rec[-1]["failed"]
+
+
+def test_split_cache_key_follows_the_source():
+    from rewards.harness.buildcache import build_key
+
+    args = {"name": "m", "cpp_sources": "torch::Tensor add_relu(torch::Tensor x, torch::Tensor y);",
+            "cuda_sources": REAL_STYLE, "functions": ["add_relu"]}
+    a = buildspeed.split_launchers(args, {"split_launchers": True})
+    b = buildspeed.split_launchers({**args, "cuda_sources": REAL_STYLE.replace("x[i] + y[i]", "x[i] - y[i]")},
+                                   {"split_launchers": True})
+    assert build_key(a) != build_key(b) and build_key(a) != build_key(args)
+    assert build_key(a) == build_key(buildspeed.split_launchers(dict(args), {"split_launchers": True}))
