@@ -34,6 +34,8 @@ import time
 import torch
 import torch.utils.cpp_extension as ce
 
+from rewards.harness import buildspeed
+
 _ORIG = ce.load_inline
 _ORIG_LOAD = ce.load
 _EXT_H = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<torch/extension\.h>[ \t]*$", re.M)
@@ -97,6 +99,9 @@ def uses_torch(cuda_source: str) -> bool:
 
 def lighten(args: dict) -> tuple[dict, str | None]:
     """The fast-build rewrite of a call's arguments and its name (see module docstring)."""
+    split = buildspeed.split_launchers(args, _STATE.get("speed"))  # launchers out of nvcc (falls back)
+    if split is not None:
+        return split, "split_launchers"
     cuda = _as_list(args.get("cuda_sources"))
     cpp = _as_list(args.get("cpp_sources"))
     if not cuda or not cpp or args.get("no_implicit_headers") or any("PYBIND11_MODULE" in s for s in cuda):
@@ -202,7 +207,8 @@ def _compile(args: dict, bdir: str, key: str, rec: dict, builder):
         if builder is _ORIG:
             call.update(cpp_sources=_as_list(args.get("cpp_sources")),
                         cuda_sources=_as_list(args.get("cuda_sources")) or None)
-        mod = builder(**call)
+        with buildspeed.wrapped(_STATE.get("speed")):  # compiler-level cuts, each with its fallback
+            mod = builder(**call)
     except Exception as e:
         _FAILED_HERE[key] = str(e)[-3000:]
         with open(os.path.join(bdir, FAILED), "w") as f:
@@ -236,6 +242,7 @@ def install(cache_root: str, fast_build: bool, serve_failures: bool = False) -> 
     picks up) in this process. ``serve_failures``: a key the build worker failed to build fails
     here from its record, without the compiler (candidate and profiler workers)."""
     _STATE["serve_failures"] = serve_failures
+    _STATE["speed"] = buildspeed.from_env(cache_root)  # harness.build_speed, via the worker's env
     sig = inspect.signature(_ORIG)
     root = os.path.join(cache_root, "ext")
     lsig = inspect.signature(_ORIG_LOAD)

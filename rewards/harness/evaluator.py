@@ -516,7 +516,8 @@ class Evaluator:
     def _ext_env(self, gpu: str | None) -> dict:
         """What every process that loads candidate extensions shares: the build cache, the
         build's arch and the one GPU it may see (none for builds)."""
-        env = {"TORCH_EXTENSIONS_DIR": os.path.join(self.cache, "ext"), "CUDA_VISIBLE_DEVICES": gpu or ""}
+        env = {"TORCH_EXTENSIONS_DIR": os.path.join(self.cache, "ext"), "CUDA_VISIBLE_DEVICES": gpu or "",
+               "KM_BUILD_SPEED": json.dumps(self.cfg.build_speed)}  # buildspeed.from_env
         if self.arch:
             env["TORCH_CUDA_ARCH_LIST"] = self.arch
         return env
