@@ -41,7 +41,10 @@ _DROP_WITH_VALUE = {"-o", "-MF", "-MT", "-MQ"}
 _DROP = {"-c", "-MMD", "-MD"}
 _ENV = "KM_BUILDSPEED"  # JSON: the wrappers' settings (the real compilers, the state dir, switches)
 SWITCHES_ENV = "KM_BUILD_SPEED"  # JSON: harness.build_speed, set by the evaluator for every worker
-DEFAULTS = {"pch": True, "nvcc_threads": 4, "split_launchers": True}
+# pch off by default: the PCH is built inside a build worker (which runs candidate code) and shared by
+# every later build, so a candidate could plant one; it is safe only where no candidate can write
+# <cache>/buildspeed (harness.sandbox hides it from workers, which then build without it)
+DEFAULTS = {"pch": False, "nvcc_threads": 4, "split_launchers": True}
 
 
 # -- the wrappers (run as ``python buildspeed.py cxx|nvcc ARGS``; standard library only) ------------
