@@ -172,7 +172,7 @@ def main() -> int:
     ap.add_argument("--corpus", default=CORPUS)
     ap.add_argument("--recipes", default="orig,fast")
     ap.add_argument("--cuda-home", default=None, help="CUDA to compile with when torch has none (CPU torch)")
-    ap.add_argument("--pch", type=int, default=1)
+    ap.add_argument("--pch", type=int, default=0, help="1: also the shared PCH (off by default in the harness)")
     ap.add_argument("--nvcc-threads", type=int, default=4)
     ap.add_argument("--split", type=int, default=1, help="split_launchers (1/0)")
     ap.add_argument("--out", default=None)

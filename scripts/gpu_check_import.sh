@@ -28,7 +28,8 @@ require_cli
 [ "${RESUME:-0}" = 1 ] || rm -rf "$STORE"   # RESUME=1: continue a call cut by TIMEOUT (warm machine)
 ARGS=(task=kernelbench task.root="$REPO_DIR" task.level=3 store.root="$STORE"
       "${HARNESS[@]}" harness.profiling.kernel.enabled=false
-      harness.profiling.nsys.enabled=false ${LIMIT:+store.ingest.limit=$LIMIT})
+      harness.profiling.nsys.enabled=false ${LIMIT:+store.ingest.limit=$LIMIT}
+      ${SCORER_VERSION:+store.score.scorer_version=$SCORER_VERSION})   # pin: resume a store scored by older code
 t0=$(date +%s.%N)
 timeout -k 20 "${TIMEOUT:-540}" $PY -m mining eval "$DATA/$RUN" "${ARGS[@]}" > "$OUT/import.log" 2>&1; rc=$?
 t1=$(date +%s.%N)

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Issues 16 (sandbox, verified caches) and 17 (GPU lock scope, faster builds, throughput) on the GPU
+# machine in one device call, each stage bounded by what is left of DEADLINE_S:
+#   import      finish a carried `mining eval` store (gpu_check_realcode.sh STAGES=import): the
+#               real-program run through the new scheduler and the sandbox (evidence.sandbox)
+#   tests       GPU tests: the sandbox on a CUDA candidate, no overlap of timed sections with 8
+#               candidates over 2 tasks, the split build equal to the original
+#   buildspeed  bench/build_speed.py: original vs fast recipe, 8 builds at once
+#   throughput  bench/harness_throughput.py: this harness vs KernelBench's batch recipe
+#   device run, carry [".whl", "bench/real_code/data"]:
+#   STAGES=import,tests,buildspeed,throughput DEADLINE_S=500 bash scripts/gpu_check_sandbox_speed.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+T0=$(date +%s)
+export OUT=${OUT:-/tmp/km-gpu-out} PYTHONUNBUFFERED=1; mkdir -p "$OUT"
+export WORK=${WORK:-/tmp/km-gpu-work}; mkdir -p "$WORK"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+fi
+export PYTHONPATH="$PWD:${PYTHONPATH:-}"
+left() { echo $(( ${DEADLINE_S:-500} - ($(date +%s) - T0) )); }
+cap() { local b; b=$(left); echo $(( b < $1 ? b : $1 )); }   # a stage's limit: its own, or what is left
+rc=0
+STAGES=${STAGES:-import,tests,buildspeed,throughput}
+for s in ${STAGES//,/ }; do
+  [ "$(left)" -lt 40 ] && { echo "== $s: skipped, $(left)s left" >> "$OUT/summary.txt"; continue; }
+  t=$(date +%s)
+  case $s in
+    import)
+      DEADLINE_S=$(cap ${IMPORT_S:-190}) STAGES=import bash scripts/gpu_check_realcode.sh > "$WORK/import_stage.log" 2>&1 || rc=1
+      python3 - "$WORK/import_data" >> "$OUT/summary.txt" 2>&1 <<'PYEOF' || true
+import collections, json, sys
+from mining.store import Store
+sc = Store(sys.argv[1]).read("scores").to_pylist()
+sb = collections.Counter(json.dumps(json.loads(x["result_json"])["evidence"].get("sandbox"), sort_keys=True)
+                         for x in sc if x["result_json"])
+print("evidence.sandbox over", len(sc), "scores:", dict(sb))
+PYEOF
+      ;;
+    tests)
+      timeout -k 15 "$(cap ${TESTS_S:-170})" python3 -m pytest -v -p no:cacheprovider --durations=10 -m gpu \
+        tests/test_sandbox_gpu.py tests/test_harness_lock.py tests/test_buildspeed.py > "$OUT/tests.log" 2>&1 || rc=1
+      echo "== tests ($(( $(date +%s) - t )) s): $(tail -n 1 "$OUT/tests.log")" >> "$OUT/summary.txt"
+      grep -E "PASSED|FAILED|SKIPPED|ERROR|sandbox evidence" "$OUT/tests.log" | cut -c1-300 >> "$OUT/summary.txt" ;;
+    buildspeed)
+      timeout -k 15 "$(cap ${BUILD_S:-150})" python3 bench/build_speed.py --jobs 8 -n ${BUILD_N:-8} \
+        --out "$OUT/build_speed.txt" > "$WORK/build_speed.log" 2>&1 || rc=1
+      echo "== buildspeed ($(( $(date +%s) - t )) s):" >> "$OUT/summary.txt"
+      tail -n 25 "$WORK/build_speed.log" >> "$OUT/summary.txt" ;;
+    throughput)
+      b=$(cap 600); timeout -k 15 "$b" python3 bench/harness_throughput.py --deadline $(( b - 20 )) \
+        ${THROUGHPUT_ARGS:-} --out "$OUT/throughput.txt" > "$WORK/throughput.log" 2>&1 || rc=1
+      echo "== throughput ($(( $(date +%s) - t )) s):" >> "$OUT/summary.txt"
+      tail -n 40 "$WORK/throughput.log" >> "$OUT/summary.txt" ;;
+    *) echo "unknown stage '$s' (import, tests, buildspeed, throughput)" >&2; exit 2 ;;
+  esac
+done
+cat "$OUT/summary.txt"
+exit $rc
