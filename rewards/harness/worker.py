@@ -355,7 +355,11 @@ def main() -> None:
         if role == "profiler":  # profiles one candidate after its timing, in a process of its own
             from rewards.harness import sysprof
 
-            hello["warm_up_s"] = sysprof.warm_up()
+            try:  # a CUPTI that cannot start must not kill the worker: the profile op then reports why
+                hello["warm_up_s"] = sysprof.warm_up()
+            except Exception as e:  # noqa: BLE001
+                traceback.print_exc()
+                hello["warm_up_error"] = _err(e)
     protocol.send(conn, hello)
     state: dict = {}
     while True:
