@@ -457,7 +457,12 @@ class Evaluator:
 
         def ready(_):
             ph["ref_wait"] = time.perf_counter() - t2
-            self._exec_pool.submit(self._guard, fut, self._stage_exec, task, src, ctx, r, fut, t0, time.perf_counter())
+            try:
+                self._exec_pool.submit(self._guard, fut, self._stage_exec, task, src, ctx, r, fut, t0,
+                                       time.perf_counter())
+            except RuntimeError as e:  # shut down meanwhile (Ctrl-C, SIGTERM): the caller is told, quietly
+                if not fut.done():
+                    fut.set_exception(e)
         ctx.add_done_callback(ready)
 
     def _stage_exec(self, task: Any, src: str, ctxf: cf.Future, r: EvalResult, fut: cf.Future, t0: float,
