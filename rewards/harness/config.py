@@ -45,7 +45,7 @@ class HarnessConfig:
     cache_dir: str = "~/.cache/kernelmine"
     cache_key_file: str = ""  # the caches' MAC key (cachemac.py); "" = <cache_dir>/.keys/cache_mac.key
     network_namespace: bool = True
-    # isolation of processes that run candidate code (sandbox.Policy, docs/sandbox.md)
+    # isolation of processes that run candidate code (sandbox.Policy, README, "The sandbox")
     sandbox: str = "best"  # strict: refuse without every protection | best: what the machine allows | off
     sandbox_hide: list = field(default_factory=list)  # more paths workers must not see (store, checkpoints)
     sandbox_uids: list = field(default_factory=lambda: [2_000_000_000, 1_000_000])  # [first, count] of worker uids

@@ -13,7 +13,7 @@ network namespace, an orchestrator that is not dumpable (PR_SET_DUMPABLE 0: no /
 environ for a process of the same uid), and, at the end, every process of the worker's uid killed
 (double forks and setsid included) and its new build directories sealed (owned by root).
 
-What it does not stop: see docs/sandbox.md (memory, CPU and GPU time up to the phase timeout,
+What it does not stop: see README, "The sandbox" (memory, CPU and GPU time up to the phase timeout,
 lying about anything measured inside its own process, planting a build for a key another program
 will use, kernel exploits). Use a container or VM for hostile code at scale.
 """
@@ -158,7 +158,7 @@ class Policy:
         if mode == "best" and missing and (key := ",".join(missing)) not in _WARNED:
             _WARNED.add(key)
             warnings.warn(f"harness.sandbox=best: candidate processes run without {missing} on this machine "
-                          f"({self.applied.get('error') or 'not root'}); see docs/sandbox.md", RuntimeWarning, stacklevel=2)
+                          f"({self.applied.get('error') or 'not root'}); see the README's sandbox section", RuntimeWarning, stacklevel=2)
 
     @property
     def active(self) -> bool:
