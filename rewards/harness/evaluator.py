@@ -330,14 +330,13 @@ class Evaluator:
         self.timeline: collections.deque[dict] = collections.deque(maxlen=self.cfg.timeline_entries)
         self.info: dict = {}
         self._sandbox: Policy | None = None
+        self._seals: cacheguard.BuildSeals | None = None
+        self.cache_watch: cachewatch.Watch | None = None
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Evaluator:
         os.makedirs(self.cache, exist_ok=True)
-        c = self.cfg  # what isolates candidate processes here (probed once; strict raises)
-        self._sandbox = Policy(c.sandbox, self.cache, c.sandbox_hide, c.sandbox_uids, c.network_namespace, c.sandbox_ncu_uid)
-        self._seals = cacheguard.BuildSeals(self.cache, self.cfg.cache_key_file)  # creates the MAC key
-        self.cache_watch = cachewatch.Watch(self._seals, self.cache, self.cfg.cache_key_file)
+        self._guards()
         n_exec = self.cfg.n_exec_workers(self.device)
         gpus = self._visible_gpus()[:n_exec] if self.device == "cuda" else [None] * n_exec
         # a token per candidate that may be loaded on a slot at once (harness.resident), and as
@@ -415,9 +414,22 @@ class Evaluator:
         self._build_pool.submit(self._guard, fut, self._stage_build, task, candidate_source, ctx, fut, t0)
         return fut
 
+    def _guards(self) -> None:
+        """The sandbox policy and the cache seals, once: in ``__enter__``, or on the first build of
+        an evaluator used only to build (rewards/executors/ray_exec.py), whose build workers run
+        candidate code just the same."""
+        if self._seals is not None:
+            return
+        c = self.cfg  # what isolates candidate processes here (probed once; strict raises)
+        os.makedirs(self.cache, exist_ok=True)
+        self._sandbox = Policy(c.sandbox, self.cache, c.sandbox_hide, c.sandbox_uids, c.network_namespace, c.sandbox_ncu_uid)
+        self._seals = cacheguard.BuildSeals(self.cache, c.cache_key_file)  # creates the MAC key
+        self.cache_watch = cachewatch.Watch(self._seals, self.cache, c.cache_key_file)
+
     def build(self, candidate_source: str, fast_build: bool | None = None) -> EvalResult:
         """Build only (fills the cache): status ``compile_error``/``timeout``, else ``invalid``
         with ``compiled`` True; ``build_s`` and ``cache_hit`` as in a full evaluation."""
+        self._guards()
         r = self._new_result()
         self._build_sealed(candidate_source, r, r.evidence, self.cfg.fast_build if fast_build is None else fast_build)
         return r
