@@ -148,9 +148,13 @@ def test_no_side_stream_on_a_single_stream_candidate():
     assert s["launches_per_call"] == 1 and s["candidate_kernel_share"] == 1.0
 
 
-def test_fast_build_rewrites():
+def test_fast_build_rewrites(monkeypatch):
+    from rewards.harness import buildcache
     from rewards.harness.buildcache import lighten
 
+    # the header rewrites alone: split_launchers (tests/test_buildspeed.py) comes first when on,
+    # and whatever an earlier in-process install() left must not decide this test
+    monkeypatch.setitem(buildcache._STATE, "speed", {"split_launchers": False})
     raw = "#include <torch/extension.h>\n__global__ void k(float* x) {}\nvoid launch(float* x, cudaStream_t s) { k<<<1, 1, 0, s>>>(x); }"
     args = {"name": "m", "cpp_sources": ["void launch(float*, cudaStream_t);"], "cuda_sources": [raw]}
     light, kind = lighten(args)
