@@ -221,10 +221,8 @@ def test_timed_sections_never_overlap_across_candidates_and_tasks(tmp_path):
     for r in rs:  # where the time went: waiting for and holding the lock
         ph = r.evidence["phases_s"]
         assert ph["gpu_held"] >= ph["time"] > 0 and ph["gpu_wait"] >= 0
-    # the candidates did run side by side: some load or trials overlapped another's timed calls
-    phases = [s for s in tl if s["kind"] == "phase" and s["what"] in ("start", "load", "trials")]
-    timed = [s for s in held if s["what"] == "time"]
-    assert any(p["label"] != t["label"] and p["start"] < t["end"] and t["start"] < p["end"] for p in phases for t in timed)
+    # that loads do run beside another's timed calls is shown deterministically by the slow-__init__
+    # tests below: with these tiny candidates it depends on the scheduler (CI saw a run with none)
 
 
 def _slow_and_fast(tmp_path, resident: int) -> tuple[dict, dict, list]:
