@@ -211,12 +211,13 @@ def main() -> int:
     results, total = [], {}
     for rec in recipes:  # one recipe at a time: each is timed at its own steady load, as the pool runs it
         t0 = time.perf_counter()
-        with cf.ThreadPoolExecutor(a.jobs) as ex:
-            results += list(ex.map(lambda s: run_build(s, work), [j for j in jobs if j["recipe"] == rec]))
+        with cf.ThreadPoolExecutor(a.jobs) as ex:  # each line as it lands: a cut run still says something
+            for f in cf.as_completed([ex.submit(run_build, j, work) for j in jobs if j["recipe"] == rec]):
+                r = f.result()
+                results.append(r)
+                say(f"  {r['recipe']:4s} {r['wall_s']:7.1f} s wall {r['cpu_s']:7.1f} s cpu  {r['src']}  "
+                    f"rewrites={r['rewrites']} error={r['error']}")
         total[rec] = time.perf_counter() - t0
-    for r in results:
-        say(f"  {r['recipe']:4s} {r['wall_s']:7.1f} s wall {r['cpu_s']:7.1f} s cpu  {r['src']}  "
-            f"rewrites={r['rewrites']} error={r['error']}")
     med = {}
     for rec in recipes:
         w = [r["wall_s"] for r in results if r["recipe"] == rec and r["wall_s"] == r["wall_s"]]
