@@ -408,3 +408,13 @@ return None
         os.kill(pid, 9)
     assert left == [], "a daemon of the candidate outlived its evaluation"
     assert r.status == "ok" and r.evidence["sandbox"]["reap"] == "uid", r.error
+
+
+def test_a_sandboxed_candidate_has_a_user_name(world, ev):
+    """Not an attack: the sandbox uid has no passwd entry, and torch's compile caches (inductor,
+    and through them the profiler worker on the H200) call getpass.getuser(), which then raised
+    KeyError and broke every profiled run. USER/LOGNAME in the worker's env answer it."""
+    probe = ("        import getpass\n"
+             "        assert getpass.getuser().startswith('km-sandbox-'), getpass.getuser()")
+    r = ev.submit(world["task"], (CANDS / "py_probe.py").read_text().replace("        PROBE", probe)).result()
+    assert r.status == "ok", (r.error, r.log_tail)

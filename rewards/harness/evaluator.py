@@ -935,7 +935,9 @@ class Evaluator:
         with instrumentation(ev, "the profiled run"):
             holder.append(slot.take("profiler"))
             pw = holder[0]
-            timed("profile_start", None, t.get("start", 120), pw)  # start and load beside other work
+            hello = timed("profile_start", None, t.get("start", 120), pw)  # start and load beside other work
+            if isinstance(hello, dict) and hello.get("warm_up_error"):  # why a later profile op may fail
+                ev["profiler_warm_up_error"] = hello["warm_up_error"][:300]
             timed("profile_load", job, t["correctness"], pw)
             with slot.exclusive(ph, "profile", label, pw):
                 prof = timed("profile", {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,

@@ -254,6 +254,8 @@ class Policy:
                 for n in [d, *(os.path.join(d, f) for f in files)]:
                     os.lchown(n, uid, self.gid)
         env = {"KM_NET_DONE": "network namespace entered (sandbox)"} if "net" in want else {}
+        if uid is not None:  # no passwd entry: getpass.getuser() (torch's compile caches) reads these
+            env.update(USER=f"km-sandbox-{uid}", LOGNAME=f"km-sandbox-{uid}")
         return [sys.executable, "-I", "-S", _LAUNCHER, marshal.dumps(self._spec(scratch, uid, want, loopback)).hex(), "--",
                 *argv], uid, env
 
