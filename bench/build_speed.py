@@ -14,7 +14,8 @@ build pool runs them), one recipe after the other:
 
 - ``orig``: the candidate's arguments unchanged (fast_build off, no compiler wrappers);
 - ``fast``: ``harness.fast_build`` (lighter headers in CUDA units, with fallback) and
-  ``harness.build_speed`` (compiler wrappers: PCH for the binding unit, nvcc threads).
+  ``harness.build_speed`` (launchers split out of the ``.cu``, light headers for the binding
+  unit, nvcc threads; the PCH with ``--pch 1``).
 
 The fast recipe's PCH is built once before timing (its one-time cost is printed), as the build
 cache keeps it for every later build. Prints median and p90 wall seconds per recipe, the ratio,
@@ -175,6 +176,7 @@ def main() -> int:
     ap.add_argument("--pch", type=int, default=0, help="1: also the shared PCH (off by default in the harness)")
     ap.add_argument("--nvcc-threads", type=int, default=4)
     ap.add_argument("--split", type=int, default=1, help="split_launchers (1/0)")
+    ap.add_argument("--light", type=int, default=1, help="light_binding (1/0)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--capture", nargs="+", help=argparse.SUPPRESS)
     ap.add_argument("--build", help=argparse.SUPPRESS)
@@ -194,7 +196,7 @@ def main() -> int:
 
     srcs = sources(a.n, a.corpus)
     recipes = a.recipes.split(",")
-    speed = {"pch": bool(a.pch), "nvcc_threads": a.nvcc_threads, "split_launchers": bool(a.split)}
+    speed = {"pch": bool(a.pch), "nvcc_threads": a.nvcc_threads, "split_launchers": bool(a.split), "light_binding": bool(a.light)}
     say(f"build_speed: {len(srcs)} sources, jobs={a.jobs}, MAX_JOBS=2, arch={os.environ['TORCH_CUDA_ARCH_LIST']}, "
         f"cores={os.cpu_count()}, recipes={recipes}, build_speed={speed}")
     work = tempfile.mkdtemp(prefix="km_build_speed_")

@@ -101,6 +101,36 @@ def test_pch_only_for_torch_binding_units(tmp_path):
     assert calls == [args, ["main.o", "cuda.o", "-shared", "-o", "m.so"], _unit(tmp_path)]
 
 
+def test_light_binding_compiles_a_light_copy(tmp_path):
+    cxx = _fake(tmp_path, "cxx", fail_if="never")
+    cfg = {"cxx": cxx, "state": str(tmp_path / "state"), "light_binding": True}
+    unit = "#include <torch/extension.h>\n#include <vector>\n  # include \"torch/extension.h\"\nint f();\n"
+    args = _unit(tmp_path, unit)
+    assert _wrap("cxx", args, cfg, tmp_path).returncode == 0
+    (call,) = _calls(tmp_path, "cxx")
+    light = tmp_path / "main.km_light.cpp"
+    assert call == [str(light) if a == str(tmp_path / "main.cpp") else a for a in args]
+    text = light.read_text()  # every include of the heavy header, not only the first line
+    assert "extension.h" not in text and text.count("#include <torch/types.h>") == 2 and "#include <vector>" in text
+    assert (tmp_path / "main.cpp").read_text() == unit  # the original is untouched
+
+
+def test_light_binding_falls_back_and_leaves_other_units_alone(tmp_path):
+    light_src = str(tmp_path / "main.km_light.cpp")
+    cxx = _fake(tmp_path, "cxx", fail_if=light_src)  # a unit that needs torch/all.h (torch::nn, ...)
+    cfg = {"cxx": cxx, "state": str(tmp_path / "state"), "light_binding": True}
+    args = _unit(tmp_path)
+    assert _wrap("cxx", args, cfg, tmp_path).returncode == 0
+    assert _calls(tmp_path, "cxx")[-1] == args  # compiled again unchanged
+    plain = _unit(tmp_path, "#include <vector>\nint f();\n")
+    _wrap("cxx", plain, cfg, tmp_path)  # no torch header: nothing to lighten
+    args = _unit(tmp_path)
+    _wrap("cxx", args, {**cfg, "light_binding": False}, tmp_path)  # switched off
+    _wrap("cxx", args, {**cfg, "pch": True}, tmp_path)  # a PCH serves the unit: the PCH, not the copy
+    calls = _calls(tmp_path, "cxx")
+    assert calls[2:4] == [plain, args] and calls[-1][0] == "-include"
+
+
 def test_nvcc_threads_only_for_several_archs(tmp_path):
     nvcc = _fake(tmp_path, "nvcc", fail_if="never")
     cfg = {"nvcc": nvcc, "nvcc_threads": 4}
@@ -122,7 +152,8 @@ def test_nvcc_failing_with_threads_reruns_unchanged(tmp_path):
 def test_settings_from_env(tmp_path, monkeypatch):
     monkeypatch.delenv(buildspeed.SWITCHES_ENV, raising=False)
     assert buildspeed.from_env(str(tmp_path)) is None  # not asked for: builds unchanged
-    monkeypatch.setenv(buildspeed.SWITCHES_ENV, json.dumps({"pch": False, "nvcc_threads": 0, "split_launchers": False}))
+    monkeypatch.setenv(buildspeed.SWITCHES_ENV, json.dumps(
+        {"pch": False, "nvcc_threads": 0, "split_launchers": False, "light_binding": False}))
     assert buildspeed.from_env(str(tmp_path)) is None
     monkeypatch.setenv(buildspeed.SWITCHES_ENV, json.dumps({"pch": True}))
     monkeypatch.setenv("CXX", "/x/km-g++")  # a wrapper left in the env is never the real compiler
@@ -138,7 +169,7 @@ def test_settings_from_env(tmp_path, monkeypatch):
 def test_config_keys():
     from rewards.harness.config import HarnessConfig
 
-    assert HarnessConfig.from_mapping({"build_speed": {"pch": False}}).build_speed == {"pch": False, "nvcc_threads": 4, "split_launchers": True}
+    assert HarnessConfig.from_mapping({"build_speed": {"pch": False}}).build_speed == {"pch": False, "nvcc_threads": 4, "split_launchers": True, "light_binding": True}
     with pytest.raises(ValueError, match="build_speed"):
         HarnessConfig.from_mapping({"build_speed": {"pchh": True}})
 
@@ -174,6 +205,32 @@ def test_real_cpu_build_with_pch_matches_plain(tmp_path, monkeypatch, have_cxx):
     assert len(gch) == 1
     recs = [r for r in buildcache.RECORDS if r["name"].startswith("km_bs_fast")]
     assert len({r["key"] for r in recs}) == 2 and all(r["compiled"] and not r["failed"] for r in recs)
+
+
+NN_CPP = CPP.replace("return", "(void)torch::nn::LinearOptions(2, 3); return")  # needs torch/all.h
+
+
+@pytest.mark.slow
+def test_real_cpu_build_with_light_binding_matches_plain(tmp_path, monkeypatch, have_cxx):
+    """The light copy builds and computes what the plain build computes; a unit that uses
+    torch::nn (not in the light headers) still builds, through the fallback."""
+    import torch
+    import torch.utils.cpp_extension as ce
+
+    from rewards.harness import buildcache
+
+    x = torch.arange(6.0)
+    try:
+        monkeypatch.setenv(buildspeed.SWITCHES_ENV, json.dumps(
+            {"pch": False, "nvcc_threads": 0, "split_launchers": False, "light_binding": True}))
+        buildcache.install(str(tmp_path / "light"), fast_build=False)
+        light = ce.load_inline("km_bs_light", CPP, functions=["axpy"])
+        nn = ce.load_inline("km_bs_light_nn", NN_CPP, functions=["axpy"])
+    finally:
+        ce.load_inline, ce.load = buildcache._ORIG, buildcache._ORIG_LOAD
+    assert torch.equal(light.axpy(x, 3.0), x * 3 + 1) and torch.equal(nn.axpy(x, 3.0), x * 3 + 1)
+    copies = {p.parent.name for p in (tmp_path / "light").rglob("main.km_light.cpp")}
+    assert len(copies) == 2, copies  # both tried light; the torch::nn one fell back (it built)
 
 
 # -- the launcher split (splitcu) ---------------------------------------------------------------

@@ -418,3 +418,9 @@ def test_a_sandboxed_candidate_has_a_user_name(world, ev):
              "        assert getpass.getuser().startswith('km-sandbox-'), getpass.getuser()")
     r = ev.submit(world["task"], (CANDS / "py_probe.py").read_text().replace("        PROBE", probe)).result()
     assert r.status == "ok", (r.error, r.log_tail)
+
+
+def test_build_cuts_apply_inside_the_sandbox(world, honest_cpp):
+    """The compiler wrappers (harness.build_speed) live in the cache, which a sandboxed build worker
+    sees hidden: they must then run from the worker's own directory, not silently switch off."""
+    assert list(world["cache"].glob("ext/*/main.km_light.cpp")), "the binding unit was built without light_binding"

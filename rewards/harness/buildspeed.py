@@ -15,6 +15,11 @@ library only) for the duration of a build. What they do, each switch in ``harnes
 - ``split_launchers`` (a rewrite of the call's arguments, not a wrapper; see splitcu.py): the
   ``torch::Tensor`` launchers leave the ``.cu`` for the binding unit, so nvcc compiles CUDA
   headers only; buildcache builds the original source when the split fails to build.
+- ``light_binding``: when no PCH serves it, a C++ unit that includes ``torch/extension.h`` is
+  compiled from a copy (beside it) where each such include is ``torch/types.h`` plus
+  ``torch/python.h``: ATen, the ``torch::`` tensor functions and the pybind11 casters, without
+  ``torch/all.h``'s nn, optim, data, jit and serialize headers (a third of a binding unit's compile).
+  A unit that needs those fails to compile that way and is compiled again unchanged.
 - ``nvcc_threads``: ``--threads N`` when the command compiles more than one GPU arch (the
   candidate's ``-gencode`` flags on top of the harness's single arch): nvcc then compiles the
   archs in parallel instead of one after another.
@@ -30,12 +35,15 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 PCH_HEADER = "km_torch_extension.h"
 _EXT_INCLUDE = "#include <torch/extension.h>"
+_EXT_INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]torch/extension\.h[>\"]", re.M)
+_LIGHT_INCLUDE = "#include <torch/types.h>\n#include <torch/python.h>"
 # flags that differ between builds without changing what the header means
 _DROP_WITH_VALUE = {"-o", "-MF", "-MT", "-MQ"}
 _DROP = {"-c", "-MMD", "-MD"}
@@ -44,7 +52,7 @@ SWITCHES_ENV = "KM_BUILD_SPEED"  # JSON: harness.build_speed, set by the evaluat
 # pch off by default: the PCH is built inside a build worker (which runs candidate code) and shared by
 # every later build, so a candidate could plant one; it is safe only where no candidate can write
 # <cache>/buildspeed (harness.sandbox hides it from workers, which then build without it)
-DEFAULTS = {"pch": False, "nvcc_threads": 4, "split_launchers": True}
+DEFAULTS = {"pch": False, "nvcc_threads": 4, "split_launchers": True, "light_binding": True}
 
 
 # -- the wrappers (run as ``python buildspeed.py cxx|nvcc ARGS``; standard library only) ------------
@@ -132,18 +140,41 @@ def _run_with_fallback(fast: list[str], orig: list[str]) -> int:
     return subprocess.run(orig).returncode
 
 
+def light_copy(src: str) -> str | None:
+    """A copy of ``src`` beside it with every torch/extension.h include made light; None when it
+    has none (or the copy cannot be written)."""
+    try:
+        with open(src) as f:
+            text = f.read()
+        light, n = _EXT_INCLUDE_RE.subn(_LIGHT_INCLUDE, text)
+        if n == 0:
+            return None
+        root, ext = os.path.splitext(src)
+        dst = f"{root}.km_light{ext}"
+        with open(dst, "w") as f:
+            f.write(light)
+        return dst
+    except OSError:
+        return None
+
+
 def cxx_main(args: list[str], cfg: dict) -> int:
     real, orig = cfg["cxx"], [cfg["cxx"], *args]
     src = _source(args, (".cpp", ".cc", ".cxx"))
-    if not (cfg.get("pch") and src and _binds_torch(src)):
+    if not src:
         return subprocess.run(orig).returncode
-    try:
-        hdr = ensure_pch(real, pch_flags(args), cfg["state"])
-    except OSError:
-        hdr = None
-    if hdr is None:
-        return subprocess.run(orig).returncode
-    return _run_with_fallback([real, "-include", hdr, "-Winvalid-pch", *args], orig)
+    hdr = None
+    if cfg.get("pch") and _binds_torch(src):
+        try:
+            hdr = ensure_pch(real, pch_flags(args), cfg["state"])
+        except OSError:
+            hdr = None
+    if hdr is not None:
+        return _run_with_fallback([real, "-include", hdr, "-Winvalid-pch", *args], orig)
+    light = light_copy(src) if cfg.get("light_binding") else None
+    if light is not None:
+        return _run_with_fallback([real, *(light if a == src else a for a in args)], orig)
+    return subprocess.run(orig).returncode
 
 
 def n_archs(args: list[str]) -> int:
@@ -245,7 +276,7 @@ def settings(cache_root: str, switches: dict | None = None) -> dict:
     cxx, nvcc = ("c++" if "km-g++" in cxx else cxx), ("nvcc" if "km-nvcc" in nvcc else nvcc)
     return {"cxx": cxx, "nvcc": nvcc, "state": os.path.join(cache_root, "buildspeed"),
             "pch": bool(sw["pch"]), "nvcc_threads": int(sw["nvcc_threads"] or 0),
-            "split_launchers": bool(sw["split_launchers"])}
+            "split_launchers": bool(sw["split_launchers"]), "light_binding": bool(sw["light_binding"])}
 
 
 def from_env(cache_root: str) -> dict | None:
@@ -258,6 +289,26 @@ def from_env(cache_root: str) -> dict | None:
     return settings(cache_root, sw) if any(sw.values()) else None
 
 
+_PRIVATE_BIN: list[str] = []
+
+
+def _bindir(state: str) -> str:
+    """Where the wrappers live: the shared state dir, or (a sandboxed worker, which sees the cache
+    hidden and read-only) a private directory of this process's own."""
+    d = os.path.join(state, "bin")
+    try:
+        os.makedirs(d, exist_ok=True)
+        if os.access(d, os.W_OK | os.X_OK):
+            return d
+    except OSError:
+        pass
+    if not _PRIVATE_BIN:
+        import tempfile
+
+        _PRIVATE_BIN.append(tempfile.mkdtemp(prefix="km-buildspeed-"))
+    return _PRIVATE_BIN[0]
+
+
 @contextlib.contextmanager
 def wrapped(cfg: dict | None):
     """``CXX``/``PYTORCH_NVCC`` point at the wrappers for one build (torch reads them per build);
@@ -265,9 +316,8 @@ def wrapped(cfg: dict | None):
     if cfg is None:
         yield
         return
-    bindir = os.path.join(cfg["state"], "bin")
     try:
-        os.makedirs(bindir, exist_ok=True)
+        bindir = _bindir(cfg["state"])
         # "g++" in the name: torch's compiler check accepts a wrapper by its path
         env = {"CXX": _write_wrapper(bindir, "km-g++", "cxx"), "PYTORCH_NVCC": _write_wrapper(bindir, "km-nvcc", "nvcc"),
                _ENV: json.dumps(cfg)}

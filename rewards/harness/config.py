@@ -61,7 +61,7 @@ class HarnessConfig:
     staged_tasks: int = 4  # tasks whose inputs stay serialized in a sealed memfd (Linux)
     build_nice: int = 10  # builds yield the CPU to the GPU slot's work (IPC, judging)
     fast_build: bool = True
-    build_speed: dict = _d(pch=False, nvcc_threads=4, split_launchers=True)  # compiler-level build cuts (buildspeed.py)
+    build_speed: dict = _d(pch=False, nvcc_threads=4, split_launchers=True, light_binding=True)  # compiler-level build cuts (buildspeed.py)
     # construct ModelNew in the build worker so builds in __init__ happen there (construct.py)
     build_construct: dict = _d(enabled=True, timeout_s=60, memory_gb=16, cuda_on_cpu=True)
     ceilings: dict = _d(bandwidth_Bps=4.8e12,  # H200 datasheet peaks (a floor must be a floor)
@@ -91,8 +91,9 @@ class HarnessConfig:
             raise ValueError(f"harness.judge_device must be auto, cpu or cuda[:N], not {base.judge_device!r}")
         if base.model_mode not in MODEL_MODES:
             raise ValueError(f"harness.model_mode must be one of {list(MODEL_MODES)}, not {base.model_mode!r}")
-        if set(base.build_speed) - {"pch", "nvcc_threads", "split_launchers"}:
-            raise ValueError(f"harness.build_speed takes pch, nvcc_threads and split_launchers, not {sorted(base.build_speed)}")
+        if set(base.build_speed) - {"pch", "nvcc_threads", "split_launchers", "light_binding"}:
+            raise ValueError("harness.build_speed takes pch, nvcc_threads, split_launchers and light_binding, "
+                             f"not {sorted(base.build_speed)}")
         bad = sorted(set(base.precision) - {"matmul_tf32", "cudnn_tf32"})
         if bad or not all(isinstance(v, bool) for v in base.precision.values()):
             raise ValueError(f"harness.precision takes matmul_tf32 and cudnn_tf32 (true/false), not {base.precision!r}")
