@@ -365,7 +365,12 @@ def phase_lines(rows: list[dict]) -> list[str]:
                    f"{sum(rec.get('slot_builds') or 0 for rec in r['records'])}")
         if r["task_timings"]:
             prep = [t.get("prepare_s", 0.0) for t in r["task_timings"]]
-            out.append(f"  {r['config']} references: {len(prep)} prepared, median prepare {statistics.median(prep):.1f} s")
+            tts = r["task_timings"]
+            inner = {k: statistics.median(t.get("prepare_phases", {}).get(k, 0.0) for t in tts)
+                     for k in sorted({k for t in tts for k in t.get("prepare_phases", {})})}
+            out.append(f"  {r['config']} references: {len(prep)} prepared, median prepare {statistics.median(prep):.1f} s "
+                       f"(in the worker {statistics.median(t.get('prepare_worker_s', 0.0) for t in tts):.1f} s: "
+                       + ", ".join(f"{k} {v:.2f}" for k, v in inner.items()) + ")")
     return out
 
 

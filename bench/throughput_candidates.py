@@ -3,8 +3,9 @@
 Each candidate is what an LLM typically writes for a Level 3 task (shared/DESIGN.md, "Facts from
 real code"): the reference model copied into ``ModelNew`` with some ops swapped for custom kernels
 (activations, the bias add of every ``nn.Linear``, a last-dim softmax), the kernels in one heavy
-``.cu`` (``torch/extension.h``, ATen stream and guard headers, ``AT_DISPATCH``, ``TORCH_CHECK``,
-``torch::Tensor`` launchers), built by ``load_inline`` in one of the places real programs build:
+``.cu`` (``torch/extension.h``, ATen stream and guard headers, ``TORCH_CHECK``, ``torch::Tensor``
+launchers; ``float`` kernels, and in one variant of ``TEMPLATED_EVERY`` templates with
+``AT_DISPATCH``, as often as real programs have them, rounded up), built by ``load_inline`` in one of the places real programs build:
 
 - ``module``: at import, module level;
 - ``init``: inside ``ModelNew.__init__``;
@@ -33,6 +34,10 @@ from mining.tasks import Task, load_suite
 from rewards.harness.reference import override_constants
 
 STYLES = ("module", "init", "helper", "init_jit", "helper_compile")
+# one variant in TEMPLATED_EVERY keeps the templated AT_DISPATCH source (12.5%); the others are
+# float-only. Measured on the real corpus (bench/real_code, 328 programs with a load_inline CUDA
+# literal): 17 (5%) use templates, 6 (2%) AT_DISPATCH; splitcu splits 300 (91%) of them.
+TEMPLATED_EVERY = 8
 ACT = {"relu": 0, "relu6": 1, "gelu": 2, "silu": 3}
 
 CUDA_TEMPLATE = r"""
@@ -155,6 +160,18 @@ torch::Tensor softmax_lastdim(torch::Tensor x) {
     return y;
 }
 """
+
+
+
+def float_only(cuda: str) -> str:
+    """The same kernels written as most real programs write them: ``float`` only, no templates,
+    no ``AT_DISPATCH`` (in the real corpus, 311 of 328 load_inline CUDA sources have no template;
+    see TEMPLATED_EVERY)."""
+    out = re.sub(r"template <typename scalar_t>\n", "", cuda)
+    out = re.sub(r"AT_DISPATCH_FLOATING_TYPES\([^\n]*\[&\] \{\n\s*(.*?)\n\s*\}\);", r"\1", out)
+    out = re.sub(r"(_kernel|activation)<scalar_t>", r"\1", out)
+    return out.replace("scalar_t", "float")
+
 
 CPP_DECLS = """torch::Tensor act_forward(torch::Tensor x, int64_t op);
 torch::Tensor bias_add(torch::Tensor y, torch::Tensor b);
@@ -322,6 +339,8 @@ def make_source(task: Task, variant: int, salt: str, device: str = "cuda", style
     tag = f"{salt}" if shared_ext else f"{task.id}-{variant}-{salt}"
     if device == "cuda":
         cuda = CUDA_TEMPLATE.replace("@TAG@", tag).replace("@BLOCK@", str(block)).replace("@UNROLL@", str(unroll))
+        if variant % TEMPLATED_EVERY != TEMPLATED_EVERY - 1:
+            cuda = float_only(cuda)
         cpp = CPP_DECLS
     else:
         cuda, cpp = "", CPU_TEMPLATE.replace("@TAG@", tag).replace("@BLOCK@", str(block))

@@ -113,6 +113,7 @@ def test_light_binding_compiles_a_light_copy(tmp_path):
     text = light.read_text()  # every include of the heavy header, not only the first line
     assert "extension.h" not in text and text.count("#include <torch/types.h>") == 2 and "#include <vector>" in text
     assert (tmp_path / "main.cpp").read_text() == unit  # the original is untouched
+    assert buildspeed.light_outcome(str(tmp_path)) == "light_binding"
 
 
 def test_light_binding_falls_back_and_leaves_other_units_alone(tmp_path):
@@ -122,6 +123,7 @@ def test_light_binding_falls_back_and_leaves_other_units_alone(tmp_path):
     args = _unit(tmp_path)
     assert _wrap("cxx", args, cfg, tmp_path).returncode == 0
     assert _calls(tmp_path, "cxx")[-1] == args  # compiled again unchanged
+    assert buildspeed.light_outcome(str(tmp_path)) == "fallback:light_binding"
     plain = _unit(tmp_path, "#include <vector>\nint f();\n")
     _wrap("cxx", plain, cfg, tmp_path)  # no torch header: nothing to lighten
     args = _unit(tmp_path)
@@ -229,8 +231,8 @@ def test_real_cpu_build_with_light_binding_matches_plain(tmp_path, monkeypatch, 
     finally:
         ce.load_inline, ce.load = buildcache._ORIG, buildcache._ORIG_LOAD
     assert torch.equal(light.axpy(x, 3.0), x * 3 + 1) and torch.equal(nn.axpy(x, 3.0), x * 3 + 1)
-    copies = {p.parent.name for p in (tmp_path / "light").rglob("main.km_light.cpp")}
-    assert len(copies) == 2, copies  # both tried light; the torch::nn one fell back (it built)
+    recs = {r["name"]: r.get("light_binding") for r in buildcache.RECORDS if r["name"].startswith("km_bs_light")}
+    assert recs == {"km_bs_light": "light_binding", "km_bs_light_nn": "fallback:light_binding"}
 
 
 # -- the launcher split (splitcu) ---------------------------------------------------------------

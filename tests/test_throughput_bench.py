@@ -82,10 +82,25 @@ def test_candidate_styles_build_where_real_programs_do():
     assert "try:" in srcs["helper"] and "torch.jit.trace(" in srcs["init_jit"]
     assert 'torch.compile(_Finish(), backend="inductor"' in srcs["helper_compile"]
     cu = srcs["module"]
-    assert "#include <torch/extension.h>" in cu and "AT_DISPATCH_FLOATING_TYPES" in cu
+    assert "#include <torch/extension.h>" in cu and "data_ptr<float>()" in cu and "scalar_t" not in cu
     # distinct builds: variants of one task differ in their CUDA source
     cands = tc.candidates([task], 8, "t", "cuda")
     assert len({c.source for c in cands}) == 8 and {c.style for c in cands} == set(tc.STYLES)
+
+
+def test_kernel_styles_follow_the_real_corpus():
+    """Float-only kernels, which the launcher split takes, and one variant in TEMPLATED_EVERY with
+    templates and AT_DISPATCH, which it declines (as it does the 5% of real programs like it)."""
+    import re
+
+    from rewards.harness import splitcu
+
+    task = tc.tasks(1)[0]
+    cus = [re.search(r'CUDA_SRC = r"""(.*?)"""', tc.make_source(task, v, "t", "cuda").source, re.S).group(1)
+           for v in range(tc.TEMPLATED_EVERY)]
+    templated = [cu for cu in cus if "AT_DISPATCH_FLOATING_TYPES" in cu]
+    assert len(templated) == 1 and splitcu.split(templated[0]) is None
+    assert all(splitcu.split(cu) is not None for cu in cus if cu not in templated)
 
 
 def test_tasks_are_24_distinct():

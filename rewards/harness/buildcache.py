@@ -215,6 +215,7 @@ def _compile(args: dict, bdir: str, key: str, rec: dict, builder):
             f.write(_FAILED_HERE[key])
         raise
     open(os.path.join(bdir, MARKER), "w").close()
+    rec["light_binding"] = buildspeed.light_outcome(bdir)
     return mod
 
 

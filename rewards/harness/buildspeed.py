@@ -44,6 +44,20 @@ PCH_HEADER = "km_torch_extension.h"
 _EXT_INCLUDE = "#include <torch/extension.h>"
 _EXT_INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]torch/extension\.h[>\"]", re.M)
 _LIGHT_INCLUDE = "#include <torch/types.h>\n#include <torch/python.h>"
+LIGHT_OK = ".ok"  # beside a light copy that compiled
+
+
+def light_outcome(build_dir: str) -> str | None:
+    """What light_binding did in a finished build: "light_binding" (every light copy compiled),
+    "fallback:light_binding" (one did not), None (no unit was tried)."""
+    try:
+        names = os.listdir(build_dir)
+    except OSError:
+        return None
+    tried = [n for n in names if ".km_light." in n and not n.endswith(LIGHT_OK)]
+    if not tried:
+        return None
+    return "light_binding" if all(n + LIGHT_OK in names for n in tried) else "fallback:light_binding"
 # flags that differ between builds without changing what the header means
 _DROP_WITH_VALUE = {"-o", "-MF", "-MT", "-MQ"}
 _DROP = {"-c", "-MMD", "-MD"}
@@ -130,10 +144,14 @@ def ensure_pch(real: str, flags: list[str], state: str) -> str | None:
     return hdr
 
 
-def _run_with_fallback(fast: list[str], orig: list[str]) -> int:
-    """Run ``fast``; on failure run ``orig`` with the output inherited (the candidate's own error)."""
+def _run_with_fallback(fast: list[str], orig: list[str], ok_marker: str | None = None) -> int:
+    """Run ``fast``; on failure run ``orig`` with the output inherited (the candidate's own error).
+    ``ok_marker``: a file written when ``fast`` succeeded (the build's record reads it)."""
     p = subprocess.run(fast, capture_output=True)
     if p.returncode == 0:
+        if ok_marker:
+            with contextlib.suppress(OSError):
+                open(ok_marker, "w").close()
         sys.stdout.buffer.write(p.stdout)
         sys.stderr.buffer.write(p.stderr)
         return 0
@@ -173,7 +191,7 @@ def cxx_main(args: list[str], cfg: dict) -> int:
         return _run_with_fallback([real, "-include", hdr, "-Winvalid-pch", *args], orig)
     light = light_copy(src) if cfg.get("light_binding") else None
     if light is not None:
-        return _run_with_fallback([real, *(light if a == src else a for a in args)], orig)
+        return _run_with_fallback([real, *(light if a == src else a for a in args)], orig, light + LIGHT_OK)
     return subprocess.run(orig).returncode
 
 

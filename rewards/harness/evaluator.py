@@ -604,6 +604,8 @@ class Evaluator:
                                               c.spot_checks + 1, self._scale())}
         ctx = ask(rw.w, job, c.timeouts_s["baseline"])
         tt["prepare_s"] = time.perf_counter() - t0
+        tt["prepare_worker_s"] = round(ctx.pop("op_s", 0.0), 3)  # the rest: start, messages, SIGSTOPs
+        tt["prepare_phases"] = ctx.pop("phases", {})
         ctx["task_id"] = tt["task"]
         ctx["overrides"], ctx["task_source"], ctx["trial_seeds"] = ov, task.source, job["trial_seeds"]
         ctx["refs_constant"] = _same([refs for _, refs in ctx["trials"]])
@@ -763,9 +765,11 @@ class Evaluator:
         # a build worker that dies while constructing (a constructor that crashes only without a
         # GPU) must not make a compile error: build once more without constructing, as before
         for attempt in (job, {**job, "construct": {**(job.get("construct") or {}), "enabled": False}}):
+            t0 = time.perf_counter()
             w = self._take_build_worker()
             try:
                 ask(w, None, self.cfg.timeouts_s.get("start", 120))
+                ev["phases_s"]["build_start"] = round(time.perf_counter() - t0, 3)  # a warm worker: ~0
                 b = ask(w, attempt, self.cfg.timeouts_s["build"])
                 break
             except PhaseTimeout:

@@ -60,7 +60,7 @@ def _build_summary() -> dict:
     recs = buildcache.RECORDS
     ok = [r for r in recs if not r["failed"]]
     return {"builds": len(recs), "build_s": sum(r["build_s"] for r in recs),
-            "fast_build": sorted({r["fast_build"] for r in recs if r.get("fast_build")}),
+            "fast_build": sorted({r[k] for r in recs for k in ("fast_build", "light_binding") if r.get(k)}),
             "cache_hit": bool(ok) and buildcache.compiles() == 0,
             "compiles": buildcache.compiles(), "compile_s": sum(r["build_s"] for r in recs if r["compiled"]),
             "failed_builds": sum(1 for r in recs if r["failed"] and not r["rewrite"]),
@@ -260,6 +260,7 @@ class Reference:
 
     def prepare(self, job: dict) -> dict:
         dev = job["device"]
+        marks = [("start", time.perf_counter())]  # where a slow prepare spends its time (task_timings)
         ref = load_module(job["task_source"], job["overrides"], name="reference")
         torch.manual_seed(job["seed"])
         init = ref.get_init_inputs()
@@ -269,6 +270,7 @@ class Reference:
         mode = job.get("model_mode", "train")
         set_mode(model, mode)
         self.model, self.device = model, dev
+        marks.append(("construct", time.perf_counter()))
 
         def run(seed):
             torch.manual_seed(seed)
@@ -283,6 +285,7 @@ class Reference:
             with eval_mode(model):
                 trials_eval = [run(s)[1] for s in job["trial_seeds"]]
         trials = [run(s) for s in job["trial_seeds"]]
+        marks.append(("trials", time.perf_counter()))
         sets = [run(s) for s in job["set_seeds"]]
         self.sets = [_devcopy(xs, dev) for xs, _ in sets]
         spot = []  # outputs for the (set, factor) pairs that timed calls are spot-checked on
@@ -291,6 +294,7 @@ class Reference:
             with torch.no_grad():
                 outs = timing.flatten(model(*[timing.scaled(x, f) for x in self.sets[s]]))
             spot.append([o.detach().cpu() for o in outs])
+        marks.append(("sets_spot", time.perf_counter()))
         from torch.utils.flop_counter import FlopCounterMode
 
         with torch.no_grad(), FlopCounterMode(display=False) as fc:
@@ -298,7 +302,8 @@ class Reference:
         nbytes = lambda ts: sum(t.numel() * t.element_size() for t in ts if isinstance(t, torch.Tensor))  # noqa: E731
         params = list(model.parameters()) + list(model.buffers())
         dtype = str(params[0].dtype if params else outs[0].dtype).replace("torch.", "")
-        return {"trials": trials, "trials_eval": trials_eval, "sets": sets, "spot": spot,
+        marks.append(("flops", time.perf_counter()))
+        return {"phases": {k: round(t - marks[i][1], 3) for i, (k, t) in enumerate(marks[1:])}, "trials": trials, "trials_eval": trials_eval, "sets": sets, "spot": spot,
                 "ref_flops": float(fc.get_total_flops()),
                 "ref_bytes": float(nbytes(self.sets[0]) + nbytes(params) + nbytes(outs)), "dtype": dtype}
 
