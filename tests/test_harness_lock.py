@@ -178,7 +178,8 @@ def test_config_keys_for_scheduling():
     from rewards.harness.config import HarnessConfig
 
     c = HarnessConfig.from_mapping({})
-    assert (c.n_resident("cuda"), c.n_resident("cpu"), c.reference_workers) == (4, 2, 2)
+    assert (c.n_resident("cuda"), c.n_resident("cpu")) == (4, 2)
+    assert (c.n_reference_workers("cuda"), c.n_reference_workers("cpu")) == (4, 2)
     assert HarnessConfig.from_mapping({"resident": 1}).n_resident("cuda") == 1
 
 

@@ -40,7 +40,7 @@ class HarnessConfig:
     gpu_workers: Any = "auto"
     cpu_workers: int = 1
     resident: Any = "auto"  # candidates loaded per slot at once (GPU memory bound); auto: 4 on cuda, 2 on cpu
-    reference_workers: int = 2  # tasks whose references prepare in parallel (only their timing takes the GPU lock)
+    reference_workers: Any = "auto"  # auto: 4 on cuda, 2 on cpu; tasks whose references prepare in parallel (only their timing takes the GPU lock)
     timeline_entries: int = 4096  # Evaluator.timeline: the last GPU-lock sections and phases, for checks
     cache_dir: str = "~/.cache/kernelmine"
     cache_key_file: str = ""  # the caches' MAC key (cachemac.py); "" = <cache_dir>/.keys/cache_mac.key
@@ -138,6 +138,12 @@ class HarnessConfig:
         if self.resident == "auto":
             return 4 if device == "cuda" else 2
         return max(1, int(self.resident))
+
+    def n_reference_workers(self, device: str) -> int:
+        """Reference processes (tasks prepared in parallel)."""
+        if self.reference_workers == "auto":
+            return 4 if device == "cuda" else 2
+        return max(1, int(self.reference_workers))
 
     def primary_mode(self) -> str:
         """The mode timed, profiled and baselined: eval only when asked for eval alone."""

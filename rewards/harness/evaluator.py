@@ -357,7 +357,7 @@ class Evaluator:
             for _ in range(self.resident):
                 self._slots.put(s)
         # reference workers (harness.reference_workers), spread over the slots: tasks prepare in parallel
-        n_ref = max(1, int(self.cfg.reference_workers))
+        n_ref = self.cfg.n_reference_workers(self.device)
         self._refs: queue.Queue[_RefWorker] = queue.Queue()
         self._refs.put(first)
         for i in range(1, n_ref):
