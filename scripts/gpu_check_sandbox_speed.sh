@@ -6,6 +6,7 @@
 #   tests       GPU tests: the sandbox on a CUDA candidate, no overlap of timed sections with 8
 #               candidates over 2 tasks, the split build equal to the original
 #   buildspeed  bench/build_speed.py: original vs fast recipe, 8 builds at once
+#   sandboxcost bench/sandbox_cost.py: a worker's spawn, hello and clean-up, sandbox off vs best
 #   throughput  bench/harness_throughput.py: this harness vs KernelBench's batch recipe
 #   device run, carry [".whl", "bench/real_code/data"]:
 #   STAGES=import,tests,buildspeed,throughput DEADLINE_S=500 bash scripts/gpu_check_sandbox_speed.sh
@@ -51,12 +52,16 @@ PYEOF
         --out "$OUT/build_speed.txt" > "$WORK/build_speed.log" 2>&1 || rc=1
       echo "== buildspeed ($(( $(date +%s) - t )) s):" >> "$OUT/summary.txt"
       tail -n 25 "$WORK/build_speed.log" >> "$OUT/summary.txt" ;;
+    sandboxcost)  # worker spawn + hello + clean-up, sandbox off vs best (issue 16's cost per candidate)
+      timeout -k 10 "$(cap ${COST_S:-90})" python3 bench/sandbox_cost.py --n ${COST_N:-6} > "$OUT/sandbox_cost.txt" 2>&1 || rc=1
+      echo "== sandboxcost ($(( $(date +%s) - t )) s):" >> "$OUT/summary.txt"
+      tail -n 8 "$OUT/sandbox_cost.txt" >> "$OUT/summary.txt" ;;
     throughput)
       b=$(cap 600); timeout -k 15 "$b" python3 bench/harness_throughput.py --deadline $(( b - 20 )) \
         ${THROUGHPUT_ARGS:-} --out "$OUT/throughput.txt" > "$WORK/throughput.log" 2>&1 || rc=1
       echo "== throughput ($(( $(date +%s) - t )) s):" >> "$OUT/summary.txt"
       tail -n 40 "$WORK/throughput.log" >> "$OUT/summary.txt" ;;
-    *) echo "unknown stage '$s' (import, tests, buildspeed, throughput)" >&2; exit 2 ;;
+    *) echo "unknown stage '$s' (import, tests, buildspeed, sandboxcost, throughput)" >&2; exit 2 ;;
   esac
 done
 cat "$OUT/summary.txt"
