@@ -54,7 +54,7 @@ class HarnessConfig:
     baselines: bool = True
     profile: bool = True
     profile_calls: int = 3
-    profiler_spares: int = 2  # warm profiler workers kept per GPU (one warms in ~8 s; a candidate takes ~6 s)
+    profiler_spares: int = 4  # warm profiler workers kept per GPU, one per resident candidate (one warms in 4-8 s)
     cuda_arch: str = "auto"
     build_max_jobs: int = 2
     judge_device: str = "auto"  # where the parent compares outputs: auto (the slot's GPU, else cpu) | cpu
