@@ -170,7 +170,7 @@ def float_only(cuda: str) -> str:
     out = re.sub(r"template <typename scalar_t>\n", "", cuda)
     out = re.sub(r"AT_DISPATCH_FLOATING_TYPES\([^\n]*\[&\] \{\n\s*(.*?)\n\s*\}\);", r"\1", out)
     out = re.sub(r"(_kernel|activation)<scalar_t>", r"\1", out)
-    return out.replace("scalar_t", "float")
+    return re.sub(r"\bscalar_t\b", "float", out)  # not scalar_type()
 
 
 CPP_DECLS = """torch::Tensor act_forward(torch::Tensor x, int64_t op);

@@ -424,3 +424,15 @@ def test_build_cuts_apply_inside_the_sandbox(world, honest_cpp):
     """The compiler wrappers (harness.build_speed) live in the cache, which a sandboxed build worker
     sees hidden: they must then run from the worker's own directory, not silently switch off."""
     assert list(world["cache"].glob("ext/*/main.km_light.cpp")), "the binding unit was built without light_binding"
+
+
+def test_a_failed_build_fails_the_same_way_again(world, ev):
+    """The orchestrator seals a failed build's folder read-only to workers; the next build worker
+    that meets it (a second submit, a fresh evaluator) answers with the recorded compiler error
+    instead of failing to take the folder's lock (PermissionError, seen on the H200)."""
+    src = (CANDS / "cpp_compile_error.py").read_text()
+    first = ev.submit(world["task"], src).result()
+    again = fresh(world, src)
+    assert first.status == again.status == "compile_error", (first.error, again.error)
+    assert "Permission" not in (again.error or "") and "undeclared_thing" in (again.error or ""), again.error
+    assert again.evidence["build_compiles"] == 0  # the recorded failure, not a second compile

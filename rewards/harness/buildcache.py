@@ -142,7 +142,7 @@ def _load(args: dict, root: str, fast: str | None = None, builder=None, material
             # One build of a key at a time across workers; the kernel drops the flock if its holder is
             # killed, unlike torch's own ``lock`` file, which a killed build leaves behind and which
             # then stalls every later build of that key until the build timeout.
-            with open(os.path.join(bdir, ".km_build_lock"), "w") as lk:
+            with _lock_file(bdir, args["name"]) as lk:
                 fcntl.flock(lk, fcntl.LOCK_EX)
                 mod = _cached(args, bdir)  # built by another worker while we waited
                 hit = mod is not None
@@ -160,6 +160,18 @@ def _load(args: dict, root: str, fast: str | None = None, builder=None, material
     rec.update(cache_hit=hit, build_s=time.perf_counter() - t0)
     RECORDS.append(rec)
     return mod
+
+
+def _lock_file(bdir: str, name: str):
+    """The key's build lock. A build folder the orchestrator sealed after a failed build (read-only
+    to workers: sandbox.seal_builds) cannot be built in again: its recorded failure is the answer."""
+    try:
+        return open(os.path.join(bdir, ".km_build_lock"), "w")
+    except PermissionError:
+        if os.path.exists(os.path.join(bdir, FAILED)):
+            with open(os.path.join(bdir, FAILED)) as f:
+                raise BuildFailed(f"Error building extension '{name}' (the build failed before): {f.read()[-1500:]}") from None
+        raise
 
 
 def _clear(bdir: str) -> None:

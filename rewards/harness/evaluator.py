@@ -364,6 +364,9 @@ class Evaluator:
             self._refs.put(_RefWorker(self._all_slots[i % len(self._all_slots)]))
         self.n_build = self.cfg.n_build_workers()
         self._build_spares: queue.Queue[Worker] = queue.Queue()
+        if self.device == "cuda":  # warm now, beside the references: the first wave of builds
+            for _ in range(self.n_build):  # waited a median 11 s for workers started on demand (H200)
+                self._build_spares.put(self._spawn("build", None))
         self._build_pool = cf.ThreadPoolExecutor(self.n_build, thread_name_prefix="km-build")
         self._ref_pool = cf.ThreadPoolExecutor(n_ref, thread_name_prefix="km-ref")
         self._exec_pool = cf.ThreadPoolExecutor(n_exec * self.resident, thread_name_prefix="km-exec")
