@@ -3,8 +3,9 @@
 # machine in one device call, each stage bounded by what is left of DEADLINE_S:
 #   import      finish a carried `mining eval` store (gpu_check_realcode.sh STAGES=import): the
 #               real-program run through the new scheduler and the sandbox (evidence.sandbox)
-#   tests       GPU tests: the sandbox on a CUDA candidate, no overlap of timed sections with 8
-#               candidates over 2 tasks, the split build equal to the original
+#   tests       GPU tests: the sandbox on a CUDA candidate, the attack suite (CPU, as root there), no
+#               overlap of timed sections with 8 candidates over 2 tasks, the split build equal to the
+#               original (TEST_FILES picks; TESTS_S bounds each file)
 #   buildspeed  bench/build_speed.py: original vs fast recipe, 8 builds at once
 #   sandboxcost bench/sandbox_cost.py: a worker's spawn, hello and clean-up, sandbox off vs best
 #   throughput  bench/harness_throughput.py: this harness vs KernelBench's batch recipe
@@ -40,9 +41,10 @@ print("evidence.sandbox over", len(sc), "scores:", dict(sb))
 PYEOF
       ;;
     tests)  # one pytest per file, each bounded: a cut file still leaves the others' failure reasons
-      for f in ${TEST_FILES:-tests/test_sandbox_gpu.py tests/test_harness_lock.py tests/test_buildspeed.py}; do
+      for f in ${TEST_FILES:-tests/test_sandbox_gpu.py tests/test_sandbox_attacks.py tests/test_harness_lock.py tests/test_buildspeed.py}; do
+        m=gpu; [ "$f" = tests/test_sandbox_attacks.py ] && m="slow or not slow"  # the CPU attack suite, as root there
         n=$(basename "$f" .py)
-        timeout -k 15 "$(cap ${TESTS_S:-170})" python3 -m pytest -v -p no:cacheprovider --tb=short -m gpu "$f" \
+        timeout -k 15 "$(cap ${TESTS_S:-170})" python3 -m pytest -v -p no:cacheprovider --tb=short -m "$m" "$f" \
           > "$OUT/$n.log" 2>&1 || rc=1
         echo "== $n ($(( $(date +%s) - t )) s): $(tail -n 1 "$OUT/$n.log")" >> "$OUT/summary.txt"
         grep -E "PASSED|FAILED|SKIPPED|ERROR|sandbox evidence|^E " "$OUT/$n.log" | cut -c1-400 | head -40 >> "$OUT/summary.txt"
@@ -53,7 +55,7 @@ PYEOF
       echo "== buildspeed ($(( $(date +%s) - t )) s):" >> "$OUT/summary.txt"
       tail -n 25 "$WORK/build_speed.log" >> "$OUT/summary.txt" ;;
     sandboxcost)  # worker spawn + hello + clean-up, sandbox off vs best (issue 16's cost per candidate)
-      timeout -k 10 "$(cap ${COST_S:-90})" python3 bench/sandbox_cost.py --n ${COST_N:-6} > "$OUT/sandbox_cost.txt" 2>&1 || rc=1
+      timeout -k 10 "$(cap ${COST_S:-150})" python3 bench/sandbox_cost.py --n ${COST_N:-4} > "$OUT/sandbox_cost.txt" 2>&1 || rc=1
       echo "== sandboxcost ($(( $(date +%s) - t )) s):" >> "$OUT/summary.txt"
       tail -n 8 "$OUT/sandbox_cost.txt" >> "$OUT/summary.txt" ;;
     throughput)
