@@ -431,6 +431,58 @@ def walk(rep: PyReport) -> None:
     rep.eval_only_ext = {o.line for o in rep.ops if o.kind == "ext"} - train_ext
 
 
+def _passed_inputs(reference_source: str) -> int:
+    """How many positional inputs the harness passes forward: the reference's ``get_inputs()``
+    list when it is a literal with no None in it, else its ``Model.forward``'s positional
+    parameters (KernelBench calls ``model(*get_inputs())``); 0 when neither can be read."""
+    try:
+        tree = ast.parse(reference_source or "")
+    except SyntaxError:
+        return 0
+    for n in tree.body:
+        if isinstance(n, ast.FunctionDef) and n.name == "get_inputs":
+            rets = [r.value for r in ast.walk(n) if isinstance(r, ast.Return) and r.value is not None]
+            if len(rets) == 1 and isinstance(rets[0], ast.List | ast.Tuple):
+                elts = rets[0].elts
+                if any(isinstance(e, ast.Starred) for e in elts):
+                    break
+                if any(isinstance(e, ast.Constant) and e.value is None for e in elts):
+                    return 0
+                return len(elts)
+    for n in tree.body:
+        if isinstance(n, ast.ClassDef) and n.name == "Model":
+            for f in n.body:
+                if isinstance(f, ast.FunctionDef) and f.name == "forward" and not f.args.vararg:
+                    return max(0, len(f.args.args) - 1)
+    return 0
+
+
+def unpassed_default_lines(rep: PyReport, reference_source: str) -> set[int]:
+    """Lines of ``ModelNew.forward`` that run only when one of its parameters is None although
+    the harness always passes it a value: the body of ``if p is None:`` (the else of ``if p is not
+    None:``) for a positional parameter ``p`` within the reference's inputs. A kernel launched only
+    there (a default for an input KernelBench always gives) never runs."""
+    if rep.model_new is None or rep.graph is None:
+        return set()
+    start = rep.graph.method(rep.model_new.name, "forward")
+    n = _passed_inputs(reference_source)
+    if start is None or n == 0:
+        return set()
+    fn = start[1]
+    passed = {a.arg for a in fn.args.args[1:1 + n]}
+    out: set[int] = set()
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1
+                and isinstance(node.test.left, ast.Name) and node.test.left.id in passed
+                and isinstance(node.test.comparators[0], ast.Constant) and node.test.comparators[0].value is None):
+            continue
+        if isinstance(node.test.ops[0], ast.Is):
+            out |= _lines(node.body)
+        elif isinstance(node.test.ops[0], ast.IsNot):
+            out |= _lines(node.orelse)
+    return out
+
+
 def _mode(test: ast.AST) -> str | None:
     """"train" if a test is true only in training mode, "eval" if only in eval mode."""
     if isinstance(test, ast.Attribute) and test.attr == "training":

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from . import checks_py, coverage, dynamic, static_cpp
+from . import callgraph, checks_py, coverage, dynamic, static_cpp
 from .findings import Finding, dedupe, make
 from .harness.result import EvalResult
 from .static_py import PyReport, extract
@@ -83,7 +83,7 @@ def analyze(reference_source: str, candidate_source: str, result: Any = None,
     if cpp is not None:
         found += cpp_findings(cpp, ref_uses_half)
     if cand.tree is not None and cand.model_new is not None:
-        found += _copy_findings(cand, cpp, cov, ev)
+        found += _copy_findings(cand, cpp, cov, ev, callgraph.unpassed_default_lines(cand, reference_source))
     found += dynamic.from_evidence(ev, res.get("runtime_us"), cfg.get("dynamic"))
     found = _eval_path_decoys(reconcile(dedupe(found), ev), cand, cpp, ev)
     return Analysis(cand, ref, cpp, cov, found)
@@ -162,13 +162,20 @@ def reconcile(findings: list[Finding], ev: dict) -> list[Finding]:
     return out
 
 
-def _copy_findings(cand: PyReport, cpp, cov: coverage.Coverage, ev: dict) -> list[Finding]:
+def _copy_findings(cand: PyReport, cpp, cov: coverage.Coverage, ev: dict,
+                   unpassed: set[int] = frozenset()) -> list[Finding]:
+    """``unpassed``: ModelNew.forward lines that run only when an argument the harness always
+    passes is None (callgraph.unpassed_default_lines)."""
     out = []
     ext_calls = [o for o in cand.ops if o.kind == "ext"]
     torch_ops = [o for o in cand.ops if o.kind.startswith("torch")]
     if not ext_calls and torch_ops:
         out.append(make("reference_copy", "forward calls no custom kernel; torch does the work: "
                         + ", ".join(sorted({o.name for o in torch_ops}))[:160]))
+    elif ext_calls and torch_ops and all(o.line in unpassed for o in ext_calls):
+        out.append(make("reference_copy", "forward calls its kernels only when an input is None, and "
+                        "the harness passes every input (as KernelBench does): "
+                        + ", ".join(sorted({o.name for o in ext_calls}))[:120]))
     elif ext_calls and torch_ops and all(o.line in cand.eval_only_ext for o in ext_calls):
         out.append(make("reference_copy", "forward calls no custom kernel in training mode (the "
                         "models are judged in training mode; kernels only under `not "

@@ -687,3 +687,41 @@ def test_every_twin_differs_from_its_legitimate_program():
                         (INPUTS_COPY, INPUTS_OTHER), (RNN_STATEFUL, RNN_CACHED),
                         (NAMES_CLEAN, NAMES_GLOBAL), (EVAL_ONLY, TRAIN_TOO)):
         assert legit != twin
+
+
+# ---- 12. a kernel only on the default path of an input the harness always passes -------------
+REF_RNN_H0 = REF_RNN.replace("    def forward(self, x):\n        self.hidden = self.hidden.to(x.device)\n",
+                             "    def forward(self, x, h0):\n        self.hidden = h0\n").replace(
+    "    return [torch.randn(batch_size, input_size)]",
+    "    return [torch.randn(batch_size, input_size), torch.randn(batch_size, hidden_size)]")
+_RNN_NEW = HEADER + MODULE_EXT + '''
+class ModelNew(nn.Module):
+    def __init__(self, input_size, hidden_size, output_size):
+        super(ModelNew, self).__init__()
+        self.hidden_size = hidden_size
+        self.i2h = nn.Linear(input_size + hidden_size, hidden_size)
+        self.h2o = nn.Linear(hidden_size, output_size)
+
+    def forward(self, x, h0=None):
+        if h0 is None:
+            INIT
+        combined = torch.cat((x, h0), dim=1)
+        STEP
+        return self.h2o(h)
+'''
+# the hack: the kernel makes the initial state, which KernelBench always passes; torch does the rest
+H0_DEFAULT_ONLY = _RNN_NEW.replace("INIT", "h0 = fused.linear_relu_cuda(x.new_zeros(x.shape[0], self.hidden_size), "
+                                   "self.i2h.weight[:, :0], self.i2h.bias * 0, False)").replace(
+    "STEP", "h = torch.tanh(self.i2h(combined))")
+# the twin: torch makes the default state, the kernel does the step on every call
+H0_KERNEL_STEP = _RNN_NEW.replace("INIT", "h0 = x.new_zeros(x.shape[0], self.hidden_size)").replace(
+    "STEP", "h = torch.tanh(fused.linear_relu_cuda(combined, self.i2h.weight, self.i2h.bias, False))")
+
+
+def test_kernel_only_when_an_always_passed_input_is_none():
+    assert REF_RNN_H0 != REF_RNN and "h0" in REF_RNN_H0
+    found = majors(REF_RNN_H0, H0_DEFAULT_ONLY)
+    assert [f.category for f in found] == ["reference_copy"] and "is None" in found[0].evidence, found
+    assert major_cats(REF_RNN_H0, H0_KERNEL_STEP) == []
+    # a reference that passes only x: the default path runs, the kernel with it
+    assert "reference_copy" not in major_cats(REF_RNN, H0_DEFAULT_ONLY)
