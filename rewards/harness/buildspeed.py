@@ -39,6 +39,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 PCH_HEADER = "km_torch_extension.h"
 _EXT_INCLUDE = "#include <torch/extension.h>"
@@ -46,18 +47,6 @@ _EXT_INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]torch/extension\.
 _LIGHT_INCLUDE = "#include <torch/types.h>\n#include <torch/python.h>"
 LIGHT_OK = ".ok"  # beside a light copy that compiled
 
-
-def light_outcome(build_dir: str) -> str | None:
-    """What light_binding did in a finished build: "light_binding" (every light copy compiled),
-    "fallback:light_binding" (one did not), None (no unit was tried)."""
-    try:
-        names = os.listdir(build_dir)
-    except OSError:
-        return None
-    tried = [n for n in names if ".km_light." in n and not n.endswith(LIGHT_OK)]
-    if not tried:
-        return None
-    return "light_binding" if all(n + LIGHT_OK in names for n in tried) else "fallback:light_binding"
 # flags that differ between builds without changing what the header means
 _DROP_WITH_VALUE = {"-o", "-MF", "-MT", "-MQ"}
 _DROP = {"-c", "-MMD", "-MD"}
@@ -174,6 +163,19 @@ def light_copy(src: str) -> str | None:
         return dst
     except OSError:
         return None
+
+
+def light_outcome(build_dir: str) -> str | None:
+    """What light_binding did in a finished build: "light_binding" (every light copy compiled),
+    "fallback:light_binding" (one did not), None (no unit was tried)."""
+    try:
+        names = os.listdir(build_dir)
+    except OSError:
+        return None
+    tried = [n for n in names if ".km_light." in n and not n.endswith(LIGHT_OK)]
+    if not tried:
+        return None
+    return "light_binding" if all(n + LIGHT_OK in names for n in tried) else "fallback:light_binding"
 
 
 def cxx_main(args: list[str], cfg: dict) -> int:
@@ -321,8 +323,6 @@ def _bindir(state: str) -> str:
     except OSError:
         pass
     if not _PRIVATE_BIN:
-        import tempfile
-
         _PRIVATE_BIN.append(tempfile.mkdtemp(prefix="km-buildspeed-"))
     return _PRIVATE_BIN[0]
 
