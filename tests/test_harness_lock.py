@@ -297,3 +297,19 @@ def test_gpu_eight_candidates_two_tasks_no_overlap_and_slow_init_does_not_block(
         ph = r.evidence["phases_s"]
         assert ph["gpu_held"] >= ph["time"] + ph["profile"] - 0.01 and ph["gpu_wait"] >= 0
         print(r.status, r.runtime_us, {k: ph.get(k) for k in ("load", "time", "profile", "gpu_wait", "gpu_held", "slot_held", "total")})
+
+
+def test_reference_worker_warms_the_flop_counter():
+    """A GPU run renews the reference worker after every task; its first FlopCounterMode imports
+    torch._dynamo and torch._inductor (7 s per task on the H200). The worker does that after its
+    hello, while it waits: afterwards a FlopCounterMode run needs no new module."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\nfrom rewards.harness import worker\nworker._warm_flop_counter()\n"
+            "before = set(sys.modules)\nfrom torch.utils.flop_counter import FlopCounterMode\n"
+            "with FlopCounterMode(display=False) as fc:\n    torch.nn.Linear(3, 3)(torch.zeros(2, 3))\n"
+            "print(sorted(set(sys.modules) - before), fc.get_total_flops())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[] 36", out.stdout

@@ -345,6 +345,17 @@ class Reference:
         return out
 
 
+def _warm_flop_counter() -> None:
+    """FlopCounterMode's first use in a process imports torch._dynamo, torch._inductor and triton:
+    7.2 s of each reference's preparation on the H200 beside 8 builds (a GPU run renews the
+    reference worker after every task). A fresh worker pays it while it waits for its task."""
+    with contextlib.suppress(Exception):
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with torch.no_grad(), FlopCounterMode(display=False):
+            torch.nn.Linear(2, 2)(torch.zeros(1, 2))
+
+
 def main() -> None:
     role, fd = sys.argv[1], int(sys.argv[2])
     conn = Connection(fd)
@@ -366,6 +377,8 @@ def main() -> None:
                 traceback.print_exc()
                 hello["warm_up_error"] = _err(e)
     protocol.send(conn, hello)
+    if role == "reference" and os.environ.get("KM_DEVICE") == "cuda":
+        _warm_flop_counter()  # after the hello: nobody waits for it, the next task's prepare may
     state: dict = {}
     while True:
         try:
