@@ -196,3 +196,90 @@ def test_as_an_ordinary_user_with_user_namespaces(tmp_path):
     if "'userns': False" in r.stdout:
         pytest.skip(f"this kernel refuses unprivileged user namespaces: {r.stdout.strip()}")
     assert "'mounts': 'ro+tmpfs'" in r.stdout
+
+
+_ISOLATION_ATTACK = r"""
+import os, socket, sys
+cache, port, out = sys.argv[1], int(sys.argv[2]), {}
+def t(name, fn):
+    try:
+        fn()
+        out[name] = "ok"
+    except Exception as e:
+        out[name] = type(e).__name__
+t("read_baseline", lambda: open(cache + "/baselines/b.json").read())
+t("write_baseline", lambda: open(cache + "/baselines/b.json", "a").write(""))
+t("connect", lambda: socket.create_connection(("127.0.0.1", port), timeout=2).close())
+t("write_scratch", lambda: open("ok.txt", "w").write("1"))
+print(repr(out))
+"""
+
+
+def _python_for(uid: int) -> str | None:
+    """A Python interpreter an unprivileged uid can run (this venv's may live under /root)."""
+    for exe in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"):
+        try:
+            if os.path.exists(exe) and subprocess.run([exe, "-I", "-S", "-c", "pass"], user=uid, group=uid,
+                                                      capture_output=True, timeout=30).returncode == 0:
+                return exe
+        except (OSError, subprocess.SubprocessError):
+            continue
+    return None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux namespaces")
+def test_the_launcher_isolates_an_ordinary_user():
+    """The non-root path of the sandbox (issue 16: the attack suite needs the harness, whose torch
+    this user may not reach): the launcher alone, run as nobody, in an unprivileged user namespace.
+    Inside, the hidden cache cannot be read or written and the orchestrator's socket cannot be
+    reached; the same program without the launcher (the control) does all three."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another, unprivileged user")
+    import marshal
+    import shutil
+    import socket
+    import tempfile
+
+    nobody = 65534
+    exe = _python_for(nobody)
+    if exe is None:
+        pytest.skip("no Python here that an unprivileged user can run")
+    # outside /tmp (the view replaces /tmp anyway): the cache must be hidden by the hide list itself
+    parent = next((d for d in ("/mnt", "/srv", "/opt") if os.path.isdir(d) and os.access(d, os.W_OK)), None)
+    base = tempfile.mkdtemp(prefix="km-iso-", dir=parent)
+    srv = socket.socket()
+    try:
+        os.chmod(base, 0o755)
+        cache, scratch = os.path.join(base, "cache"), os.path.join(base, "cache", "scratch", "w")
+        os.makedirs(os.path.join(cache, "baselines"))
+        os.makedirs(scratch)
+        with open(os.path.join(cache, "baselines", "b.json"), "w") as f:
+            f.write('{"ref_runtime_us": 5}')
+        os.chmod(os.path.join(cache, "baselines"), 0o777)  # the control can write it: the view must stop that
+        os.chmod(os.path.join(cache, "baselines", "b.json"), 0o666)
+        os.chown(scratch, nobody, nobody)
+        with open(os.path.join(scratch, "attack.py"), "w") as f:
+            f.write(_ISOLATION_ATTACK)
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        spec = {"want": ["mounts", "net"], "hide": [cache], "keep": {scratch: "rw"},
+                "tmp": ["/tmp", "/var/tmp", "/dev/shm"], "uid": None, "gid": None, "cwd": scratch}
+        run = lambda argv: subprocess.run(argv, user=nobody, group=nobody, capture_output=True, text=True,  # noqa: E731
+                                          cwd=scratch, timeout=60)
+        probe = run([exe, "-I", "-S", sandbox._LAUNCHER, marshal.dumps({**spec, "check_hidden": [os.path.join(cache, "baselines")]}).hex(), "--probe"])
+        got = marshal.loads(bytes.fromhex(probe.stdout.strip())) if probe.returncode == 0 and probe.stdout.strip() else {}
+        if not got.get("userns"):
+            pytest.skip(f"this kernel refuses unprivileged user namespaces: {got or probe.stderr[-300:]}")
+        assert got["mounts"] == "ro+tmpfs" and got["hidden"] and got["net"] == "netns" and got["ids"] == [nobody, nobody]
+        attack = [exe, "-I", "-S", "attack.py", cache, str(srv.getsockname()[1])]
+        inside = run([exe, "-I", "-S", sandbox._LAUNCHER, marshal.dumps(spec).hex(), "--", *attack])
+        control = run(attack)
+        assert inside.returncode == 0 and control.returncode == 0, (inside.stderr, control.stderr)
+        assert control.stdout.strip() == repr({"read_baseline": "ok", "write_baseline": "ok", "connect": "ok",
+                                               "write_scratch": "ok"})
+        res = eval(inside.stdout.strip())  # noqa: S307 - our own script's repr of a dict of names
+        assert res["write_scratch"] == "ok" and res["connect"] != "ok", res
+        assert res["read_baseline"] != "ok" and res["write_baseline"] != "ok", res
+    finally:
+        srv.close()
+        shutil.rmtree(base, ignore_errors=True)
