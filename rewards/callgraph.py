@@ -431,41 +431,15 @@ def walk(rep: PyReport) -> None:
     rep.eval_only_ext = {o.line for o in rep.ops if o.kind == "ext"} - train_ext
 
 
-def _passed_inputs(reference_source: str) -> int:
-    """How many positional inputs the harness passes forward: the reference's ``get_inputs()``
-    list when it is a literal with no None in it, else its ``Model.forward``'s positional
-    parameters (KernelBench calls ``model(*get_inputs())``); 0 when neither can be read."""
-    try:
-        tree = ast.parse(reference_source or "")
-    except SyntaxError:
-        return 0
-    for n in tree.body:
-        if isinstance(n, ast.FunctionDef) and n.name == "get_inputs":
-            rets = [r.value for r in ast.walk(n) if isinstance(r, ast.Return) and r.value is not None]
-            if len(rets) == 1 and isinstance(rets[0], ast.List | ast.Tuple):
-                elts = rets[0].elts
-                if any(isinstance(e, ast.Starred) for e in elts):
-                    break
-                if any(isinstance(e, ast.Constant) and e.value is None for e in elts):
-                    return 0
-                return len(elts)
-    for n in tree.body:
-        if isinstance(n, ast.ClassDef) and n.name == "Model":
-            for f in n.body:
-                if isinstance(f, ast.FunctionDef) and f.name == "forward" and not f.args.vararg:
-                    return max(0, len(f.args.args) - 1)
-    return 0
-
-
-def unpassed_default_lines(rep: PyReport, reference_source: str) -> set[int]:
+def unpassed_default_lines(rep: PyReport, n: int) -> set[int]:
     """Lines of ``ModelNew.forward`` that run only when one of its parameters is None although
     the harness always passes it a value: the body of ``if p is None:`` (the else of ``if p is not
-    None:``) for a positional parameter ``p`` within the reference's inputs. A kernel launched only
-    there (a default for an input KernelBench always gives) never runs."""
+    None:``) for one of the first ``n`` positional parameters (the reference's inputs:
+    checks_shapes.passed_inputs). A kernel launched only there (a default for an input KernelBench
+    always gives) never runs."""
     if rep.model_new is None or rep.graph is None:
         return set()
     start = rep.graph.method(rep.model_new.name, "forward")
-    n = _passed_inputs(reference_source)
     if start is None or n == 0:
         return set()
     fn = start[1]

@@ -28,11 +28,33 @@ def _params(fn: ast.FunctionDef) -> list[str]:
     return [a.arg for a in fn.args.args[1:]] + ([fn.args.vararg.arg] if fn.args.vararg else [])
 
 
+def _ref_model(ref: PyReport) -> ast.ClassDef | None:
+    return next((n for n in ref.tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+
+
+def passed_inputs(ref: PyReport | None) -> int:
+    """How many positional inputs the harness passes forward: the reference's ``get_inputs()``
+    list when it is a literal with no None in it, else its ``Model.forward``'s parameters
+    (KernelBench calls ``model(*get_inputs())``); 0 when neither can be read."""
+    if ref is None or ref.tree is None:
+        return 0
+    for n in ref.tree.body:
+        if isinstance(n, ast.FunctionDef) and n.name == "get_inputs":
+            rets = [r.value for r in ast.walk(n) if isinstance(r, ast.Return) and r.value is not None]
+            if len(rets) == 1 and isinstance(rets[0], ast.List | ast.Tuple) and \
+                    not any(isinstance(e, ast.Starred) for e in rets[0].elts):
+                nones = any(isinstance(e, ast.Constant) and e.value is None for e in rets[0].elts)
+                return 0 if nones else len(rets[0].elts)
+    rmodel = _ref_model(ref)
+    fwd = next((f for f in rmodel.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None) \
+        if rmodel is not None else None
+    return len(fwd.args.args) - 1 if fwd is not None and not fwd.args.vararg else 0
+
+
 def check_shapes(rep: PyReport, ref: PyReport | None, ref_consts: dict) -> list[Finding]:
     out = []
     if ref is not None and ref.tree is not None and rep.model_new is not None:
-        rmodel = next((n for n in ref.tree.body if isinstance(n, ast.ClassDef)
-                       and n.name == "Model"), None)
+        rmodel = _ref_model(ref)
         if rmodel is not None:
             rm = {n.name: n for n in rmodel.body if isinstance(n, ast.FunctionDef)}
             cm = {n.name: n for n in rep.model_new.body if isinstance(n, ast.FunctionDef)}

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from . import callgraph, checks_py, coverage, dynamic, static_cpp
+from . import callgraph, checks_py, checks_shapes, coverage, dynamic, static_cpp
 from .findings import Finding, dedupe, make
 from .harness.result import EvalResult
 from .static_py import PyReport, extract
@@ -83,7 +83,7 @@ def analyze(reference_source: str, candidate_source: str, result: Any = None,
     if cpp is not None:
         found += cpp_findings(cpp, ref_uses_half)
     if cand.tree is not None and cand.model_new is not None:
-        found += _copy_findings(cand, cpp, cov, ev, callgraph.unpassed_default_lines(cand, reference_source))
+        found += _copy_findings(cand, cpp, cov, ev, callgraph.unpassed_default_lines(cand, checks_shapes.passed_inputs(ref)))
     found += dynamic.from_evidence(ev, res.get("runtime_us"), cfg.get("dynamic"))
     found = _eval_path_decoys(reconcile(dedupe(found), ev), cand, cpp, ev)
     return Analysis(cand, ref, cpp, cov, found)

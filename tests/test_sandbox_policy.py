@@ -179,11 +179,7 @@ def test_as_an_ordinary_user_with_user_namespaces(tmp_path):
         user = None
     else:
         user = 65534
-        try:
-            ok = subprocess.run([sys.executable, "-c", "pass"], user=user, group=user, capture_output=True).returncode == 0
-        except OSError:
-            ok = False
-        if not ok:
+        if _python_for(user, (sys.executable,)) is None:
             pytest.skip("this Python is not readable by an unprivileged user (installed under /root)")
     os.chmod(tmp_path, 0o777)
     code = ("import os, warnings; warnings.simplefilter('ignore')\n"
@@ -215,11 +211,11 @@ print(repr(out))
 """
 
 
-def _python_for(uid: int) -> str | None:
-    """A Python interpreter an unprivileged uid can run (this venv's may live under /root)."""
-    for exe in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"):
+def _python_for(uid: int, exes: tuple = (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3")) -> str | None:
+    """The first of ``exes`` an unprivileged uid can run (this venv's may live under /root)."""
+    for exe in exes:
         try:
-            if os.path.exists(exe) and subprocess.run([exe, "-I", "-S", "-c", "pass"], user=uid, group=uid,
+            if os.path.exists(exe) and subprocess.run([exe, "-c", "pass"], user=uid, group=uid,
                                                       capture_output=True, timeout=30).returncode == 0:
                 return exe
         except (OSError, subprocess.SubprocessError):

@@ -137,17 +137,17 @@ def _load(args: dict, root: str, fast: str | None = None, builder=None, material
         mod = _cached(args, bdir)
         hit = mod is not None
         if not hit:
-            _raise_recorded(key, bdir, args["name"], rec["rewrite"])
+            _raise_recorded(key, bdir, args["name"], _STATE["serve_failures"] or rec["rewrite"])
             os.makedirs(bdir, exist_ok=True)
             # One build of a key at a time across workers; the kernel drops the flock if its holder is
             # killed, unlike torch's own ``lock`` file, which a killed build leaves behind and which
             # then stalls every later build of that key until the build timeout.
-            with _lock_file(bdir, args["name"]) as lk:
+            with _lock_file(key, bdir, args["name"]) as lk:
                 fcntl.flock(lk, fcntl.LOCK_EX)
                 mod = _cached(args, bdir)  # built by another worker while we waited
                 hit = mod is not None
                 if not hit:
-                    _raise_recorded(key, bdir, args["name"], rec["rewrite"])
+                    _raise_recorded(key, bdir, args["name"], _STATE["serve_failures"] or rec["rewrite"])
                     _clear(bdir)
                     mod = _compile(args, bdir, key, rec, builder or _ORIG)
     except BaseException as e:
@@ -162,15 +162,13 @@ def _load(args: dict, root: str, fast: str | None = None, builder=None, material
     return mod
 
 
-def _lock_file(bdir: str, name: str):
+def _lock_file(key: str, bdir: str, name: str):
     """The key's build lock. A build folder the orchestrator sealed after a failed build (read-only
     to workers: sandbox.seal_builds) cannot be built in again: its recorded failure is the answer."""
     try:
         return open(os.path.join(bdir, ".km_build_lock"), "w")
     except PermissionError:
-        if os.path.exists(os.path.join(bdir, FAILED)):
-            with open(os.path.join(bdir, FAILED)) as f:
-                raise BuildFailed(f"Error building extension '{name}' (the build failed before): {f.read()[-1500:]}") from None
+        _raise_recorded(key, bdir, name, from_disk=True)
         raise
 
 
@@ -194,13 +192,13 @@ def entries() -> list[dict]:
     return [{"key": r["key"], "compiled": r["compiled"], "failed": r["failed"]} for r in RECORDS]
 
 
-def _raise_recorded(key: str, bdir: str, name: str, rewrite: bool) -> None:
-    """A key that failed here, or (candidate and profiler workers; for a fast-build rewrite, every
-    worker) in an earlier build, fails again without running the compiler: a failing source is
-    compiled once, in the build pool. The build worker retries a candidate's own failed source
-    (a compiler killed by memory pressure must not fail it forever)."""
+def _raise_recorded(key: str, bdir: str, name: str, from_disk: bool) -> None:
+    """A key that failed here, or (``from_disk``: candidate and profiler workers; for a fast-build
+    rewrite, every worker) in an earlier build, fails again without running the compiler: a failing
+    source is compiled once, in the build pool. The build worker retries a candidate's own failed
+    source (a compiler killed by memory pressure must not fail it forever)."""
     msg = _FAILED_HERE.get(key)
-    if msg is None and (_STATE["serve_failures"] or rewrite) and os.path.exists(os.path.join(bdir, FAILED)):
+    if msg is None and from_disk and os.path.exists(os.path.join(bdir, FAILED)):
         with open(os.path.join(bdir, FAILED)) as f:
             msg = f.read()
     if msg is not None:

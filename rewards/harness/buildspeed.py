@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -309,7 +310,9 @@ def from_env(cache_root: str) -> dict | None:
     return settings(cache_root, sw) if any(sw.values()) else None
 
 
-_PRIVATE_BIN: list[str] = []
+@functools.cache
+def _private_bin() -> str:
+    return tempfile.mkdtemp(prefix="km-buildspeed-")
 
 
 def _bindir(state: str) -> str:
@@ -322,9 +325,7 @@ def _bindir(state: str) -> str:
             return d
     except OSError:
         pass
-    if not _PRIVATE_BIN:
-        _PRIVATE_BIN.append(tempfile.mkdtemp(prefix="km-buildspeed-"))
-    return _PRIVATE_BIN[0]
+    return _private_bin()
 
 
 @contextlib.contextmanager

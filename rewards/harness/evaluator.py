@@ -365,8 +365,7 @@ class Evaluator:
         self.n_build = self.cfg.n_build_workers()
         self._build_spares: queue.Queue[Worker] = queue.Queue()
         if self.device == "cuda":  # warm now, beside the references: the first wave of builds
-            for _ in range(self.n_build):  # waited a median 11 s for workers started on demand (H200)
-                self._build_spares.put(self._spawn("build", None))
+            self._fill_build_spares()  # waited a median 11 s for workers started on demand (H200)
         self._build_pool = cf.ThreadPoolExecutor(self.n_build, thread_name_prefix="km-build")
         self._ref_pool = cf.ThreadPoolExecutor(n_ref, thread_name_prefix="km-ref")
         self._exec_pool = cf.ThreadPoolExecutor(n_exec * self.resident, thread_name_prefix="km-exec")
@@ -566,9 +565,12 @@ class Evaluator:
                 self._drop(w)
                 w = None
         w = w or self._spawn("build", None)
+        self._fill_build_spares()
+        return w
+
+    def _fill_build_spares(self) -> None:
         while self._build_spares.qsize() < self.n_build:  # candidates submitted together all build warm
             self._build_spares.put(self._spawn("build", None))
-        return w
 
     def _context_future(self, task: Any) -> cf.Future:
         ov = self.cfg.overrides_for(task, self.device)

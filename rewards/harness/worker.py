@@ -303,7 +303,8 @@ class Reference:
         params = list(model.parameters()) + list(model.buffers())
         dtype = str(params[0].dtype if params else outs[0].dtype).replace("torch.", "")
         marks.append(("flops", time.perf_counter()))
-        return {"phases": {k: round(t - marks[i][1], 3) for i, (k, t) in enumerate(marks[1:])}, "trials": trials, "trials_eval": trials_eval, "sets": sets, "spot": spot,
+        phases = {k: round(t - marks[i][1], 3) for i, (k, t) in enumerate(marks[1:])}
+        return {"phases": phases, "trials": trials, "trials_eval": trials_eval, "sets": sets, "spot": spot,
                 "ref_flops": float(fc.get_total_flops()),
                 "ref_bytes": float(nbytes(self.sets[0]) + nbytes(params) + nbytes(outs)), "dtype": dtype}
 
