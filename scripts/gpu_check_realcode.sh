@@ -48,6 +48,7 @@ for s in ${STAGES//,/ }; do
       cp "$STATE/real_code_h200.jsonl" "$OUT/" 2>/dev/null
       echo "== bench ($(( $(date +%s) - t )) s): $(wc -l < "$STATE/real_code_h200.jsonl") programs recorded" \
         >> "$OUT/summary.txt"
+      grep '^\[[0-9]' "$OUT/bench.log" | tail -n 1 >> "$OUT/summary.txt"   # this call's programs per minute
       tail -n 40 "$OUT/bench.log" | grep -v '^\[' >> "$OUT/summary.txt" ;;
     *) echo "unknown stage '$s' (tests, import, bench)" >&2; exit 2 ;;
   esac
