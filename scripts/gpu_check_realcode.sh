@@ -45,6 +45,7 @@ for s in ${STAGES//,/ }; do
       timeout -k 20 $(( budget - 25 )) python3 bench/real_code.py --out "$STATE/real_code_h200.jsonl" ${SHARD:+--shard $SHARD} \
         cache_dir="$WORK/cache" timed_calls=${CALLS:-30} profiling.nsys.enabled=false \
         > "$OUT/bench.log" 2>&1
+      echo "bench exit status $?" >> "$OUT/bench.log"   # 124: cut by the deadline (resumable)
       cp "$STATE/real_code_h200.jsonl" "$OUT/" 2>/dev/null
       echo "== bench ($(( $(date +%s) - t )) s): $(wc -l < "$STATE/real_code_h200.jsonl") programs recorded" \
         >> "$OUT/summary.txt"

@@ -40,6 +40,7 @@ class HarnessConfig:
     gpu_workers: Any = "auto"
     cpu_workers: int = 1
     resident: Any = "auto"  # candidates loaded per slot at once (GPU memory bound); auto: 4 on cuda, 2 on cpu
+    host_memory_gb: Any = "auto"  # reference contexts + resident candidates' outputs on the host (hostmem.py); auto: 60% of RAM, 0: unlimited
     reference_workers: Any = "auto"  # auto: 4 on cuda, 2 on cpu; tasks whose references prepare in parallel (only their timing takes the GPU lock)
     timeline_entries: int = 4096  # Evaluator.timeline: the last GPU-lock sections and phases, for checks
     cache_dir: str = "~/.cache/kernelmine"
@@ -82,9 +83,10 @@ class HarnessConfig:
             if isinstance(cur, dict) and isinstance(v, dict):
                 v = {**cur, **v}  # partial overrides of a nested table keep the other entries
             setattr(base, k, v)
-        from rewards.harness import profcfg
+        from rewards.harness import hostmem, profcfg
 
         base.profiling = profcfg.resolve(base.profiling)  # unknown profiling keys fail here
+        hostmem.budget_bytes(base.host_memory_gb)  # so does a bad memory budget
         if base.input_sets < 3 or base.trials < 1:
             raise ValueError("harness.input_sets must be >= 3 and harness.trials >= 1")
         if not (base.judge_device in ("auto", "cpu") or str(base.judge_device).startswith("cuda")):

@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from rewards.harness import baselines, cacheguard, cachewatch, floor, precision, protocol, timing
+from rewards.harness import baselines, cacheguard, cachewatch, floor, hostmem, precision, protocol, timing
 from rewards.harness.compare import compare, zeros_would_pass
 from rewards.harness.config import HarnessConfig
 from rewards.harness.result import EvalResult
@@ -309,14 +309,26 @@ class _RefWorker:
         self.slot.ev._drop(old)
 
 
+class _Ctx:
+    """A task's reference context in the cache: its future, the candidates still pending on it
+    and the host memory admitted to it (released when none is left and the memory is wanted)."""
+
+    __slots__ = ("future", "users", "held")
+
+    def __init__(self, future: cf.Future):
+        self.future, self.users, self.held = future, 0, 0
+
+
 class Evaluator:
     def __init__(self, config: HarnessConfig | dict | None = None):
         self.cfg = config if isinstance(config, HarnessConfig) else HarnessConfig.from_mapping(config)
         self.device = self.cfg.resolved_device()
         self.cache = self.cfg.cache_path
         self.arch = None if self.cfg.cuda_arch == "auto" else self.cfg.cuda_arch
-        self._ctx: dict[Any, cf.Future] = {}
+        self._ctx: collections.OrderedDict[Any, _Ctx] = collections.OrderedDict()  # least recently used first
         self._ctx_lock = threading.Lock()
+        self._ctx_serial = 0  # keys the staged inputs and device copies: an evicted ctx's id() may be reused
+        self.host = hostmem.HostMemory(hostmem.budget_bytes(self.cfg.host_memory_gb))
         self._pending: set[cf.Future] = set()
         self._pending_lock = threading.Lock()
         self._workers: set[Worker] = set()  # every live worker, so an interrupted run leaves none
@@ -412,7 +424,7 @@ class Evaluator:
             self._pending.add(fut)
         fut.add_done_callback(self._forget)
         t0 = time.perf_counter()
-        ctx = self._context_future(task)  # the reference starts now, overlapping the build
+        ctx = self._context_future(task, fut)  # the reference starts now, overlapping the build
         self._build_pool.submit(self._guard, fut, self._stage_build, task, candidate_source, ctx, fut, t0)
         return fut
 
@@ -493,6 +505,10 @@ class Evaluator:
             fut.set_result(self._finish(r, t0))
             return
         slot = self._slots.get()  # a resident token: the GPU lock is taken inside, only to time
+        t_host = time.perf_counter()
+        self._evict_idle(ctx["candidate_bytes"])
+        held = self.host.acquire("candidate", ctx["candidate_bytes"])  # its trial outputs, sent at once
+        ph["host_wait"] = time.perf_counter() - t_host
         try:
             # from ready to a token: the exec pool's queue as well as the slot queue
             t1 = time.perf_counter()
@@ -503,6 +519,7 @@ class Evaluator:
             self._execute(slot, src, ctx, r, ev)
             ph["slot_held"] = time.perf_counter() - t1  # resident on the slot; gpu_held: alone on it
         finally:
+            self.host.release("candidate", held)
             self._slots.put(slot)
         fut.set_result(self._finish(r, t0))
 
@@ -572,32 +589,93 @@ class Evaluator:
         while self._build_spares.qsize() < self.n_build:  # candidates submitted together all build warm
             self._build_spares.put(self._spawn("build", None))
 
-    def _context_future(self, task: Any) -> cf.Future:
+    def _context_future(self, task: Any, user: cf.Future | None = None) -> cf.Future:
+        """The task's context, prepared once and shared; ``user`` (a candidate's future) keeps it
+        cached until that candidate is done."""
         ov = self.cfg.overrides_for(task, self.device)
         k = (task.hash, repr(sorted(ov.items())))
         with self._ctx_lock:
-            if k not in self._ctx:
-                self._ctx[k] = self._ref_pool.submit(self._task_context, task, ov)
-            return self._ctx[k]
+            e = self._ctx.get(k)
+            if e is None:
+                e = self._ctx[k] = _Ctx(cf.Future())
+                e.future.set_running_or_notify_cancel()
+                self._ref_pool.submit(self._task_context, k, e, task, ov)
+            self._ctx.move_to_end(k)
+            if user is not None:
+                e.users += 1
+                user.add_done_callback(lambda _: self._ctx_done(k, e))
+            return e.future
 
-    def _task_context(self, task: Any, ov: dict) -> dict:
+    def _ctx_done(self, k, e: _Ctx) -> None:
+        with self._ctx_lock:
+            e.users -= 1
+        if self.host.waiting():  # an idle context stays cached until its memory is wanted
+            self._evict_idle(None)
+
+    def _evict_idle(self, need: int | None) -> None:
+        """Drop idle contexts (no pending candidate), least recently used first, until ``need``
+        more bytes fit in the host budget (None: every idle one). A later candidate of an
+        evicted task prepares it again (its baseline stays cached on disk)."""
+        with self._ctx_lock:
+            for k, e in list(self._ctx.items()):
+                if need is not None and self.host.fits(need):
+                    break
+                if e.users == 0 and e.future.done():
+                    del self._ctx[k]
+                    held, e.held = e.held, 0
+                    self.host.release("context", held)
+
+    def _task_context(self, k, e: _Ctx, task: Any, ov: dict) -> None:
         """Runs on a reference thread, once per (task, shapes), with a free reference worker
-        (``harness.reference_workers`` of them: tasks prepare in parallel)."""
+        (``harness.reference_workers`` of them: tasks prepare in parallel) and host memory for
+        its outputs (``harness.host_memory_gb``)."""
         rw = self._refs.get()
         try:
-            return self._prepare_task(rw, task, ov)
+            if not rw.w.alive():  # a reference that crashed or hung on an earlier task
+                rw.renew()
+            if not rw.greeted:
+                ask(rw.w, None, self.cfg.timeouts_s.get("start", 120))
+                rw.greeted = True
+            need = self._context_bytes(rw, task, ov)
+            self._evict_idle(need)
+            e.held = self.host.acquire("context", need)
+            ctx = self._prepare_task(rw, task, ov)
+            with self._ctx_lock:
+                self._ctx_serial += 1
+                ctx["serial"] = self._ctx_serial
+            # what the context keeps, measured (the estimate also covered the worker's copy while sending)
+            e.held = self.host.resize("context", e.held, protocol.tensor_bytes(
+                [ctx["trials"], ctx.get("trials_eval"), ctx["sets"], ctx["spot"]]))
+            # a resident candidate's trial outputs: in its worker and in the memfd it sends them in
+            modes = 2 if self.cfg.model_mode == "both" else 1
+            ctx["candidate_bytes"] = 2 * modes * sum(protocol.tensor_bytes(refs) for _, refs in ctx["trials"])
+            e.future.set_result(ctx)
+            if e.users == 0 and self.host.waiting():  # its candidates are gone already (failed builds)
+                self._evict_idle(None)
+        except BaseException as err:  # noqa: BLE001 - the candidates waiting on it get the error
+            self.host.release("context", e.held)  # the failure stays cached: later candidates are invalid too
+            e.held = 0
+            e.future.set_exception(err)
         finally:
             self._refs.put(rw)
+
+    def _context_bytes(self, rw: _RefWorker, task: Any, ov: dict) -> int:
+        """Host bytes a context needs while it is prepared: every trial's and spot check's outputs
+        and the inputs, twice (the reference worker's copy and the one it sends). From a meta-device
+        pass in the reference worker; 0 when that fails (the measured size is charged afterwards)."""
+        c = self.cfg
+        try:
+            sz = ask(rw.w, {"op": "size", "task_source": task.source, "overrides": ov}, c.timeouts_s.get("start", 120))
+        except WorkerRaised:
+            return 0  # Swin calls .item() in its constructor: no meta pass
+        modes = 2 if c.model_mode == "both" else 1
+        outs = sz["out_bytes"] * (c.trials * modes + c.input_sets + c.spot_checks + 1)
+        return 2 * (outs + sz["in_bytes"] * (c.trials + c.input_sets))
 
     def _prepare_task(self, rw: _RefWorker, task: Any, ov: dict) -> dict:
         c = self.cfg
         tt = {"task": getattr(task, "id", task.hash), "prepare_s": 0.0, "compile_s": 0.0, "baseline_s": 0.0}
         t0 = time.perf_counter()
-        if not rw.w.alive():  # a reference that crashed or hung on an earlier task
-            rw.renew()
-        if not rw.greeted:
-            ask(rw.w, None, c.timeouts_s.get("start", 120))
-            rw.greeted = True
         # preparing runs beside candidates' loads and trials (a timed section stops this worker
         # meanwhile); only the baseline's timing takes the GPU lock.
         # spot pairs: secret per task; their outputs are the spot checks' references
@@ -688,8 +766,8 @@ class Evaluator:
         if not protocol._HAVE_MEMFD:
             return msg
         with self._ctx_lock:
-            sealed = self._staged.get(id(ctx)) or protocol.Sealed(msg)  # ctx objects live as long as the evaluator
-            _lru_insert(self._staged, id(ctx), sealed, self.cfg.staged_tasks, protocol.Sealed.close)
+            sealed = self._staged.get(ctx["serial"]) or protocol.Sealed(msg)
+            _lru_insert(self._staged, ctx["serial"], sealed, self.cfg.staged_tasks, protocol.Sealed.close)
             return sealed.dup()  # the caller's own handle: an eviction cannot close it mid-send
 
     def _scale(self) -> tuple[float, float] | None:
@@ -990,7 +1068,7 @@ class Evaluator:
                 "spot": [outs for _, _, outs in ctx["spot"]]}
         if dev == "cpu":
             return host
-        key = (id(ctx), dev)
+        key = (ctx["serial"], dev)
         with self._ctx_lock:
             hit = self._dev_refs.get(key)
         if hit is None:  # copied outside the lock; two threads racing make the same copy

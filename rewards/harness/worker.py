@@ -25,7 +25,7 @@ NET = os.environ.get("KM_NET_DONE") or (enter_network_namespace() if os.environ.
 import torch  # noqa: E402  (after unshare: nothing has opened sockets yet)
 
 from rewards.harness import buildcache, construct, kernels, precision, protocol, threads, timing  # noqa: E402
-from rewards.harness.reference import load_module, shared_names  # noqa: E402
+from rewards.harness.reference import load_module, meta_device, shared_names  # noqa: E402
 
 precision.apply_from_env()  # before any task code: the oracle's math (conf harness.precision)
 HARNESS_FLAGS = precision.flags()  # what the harness set; a candidate's changes are diffed against it
@@ -258,6 +258,16 @@ def profile_model(model, xs: list, calls: int, declared: list[str], system: dict
 class Reference:
     """Reference model per (task, overrides): inputs, outputs, FLOPs, bytes and baselines."""
 
+    @staticmethod
+    def size(job: dict) -> dict:
+        """Bytes of one forward's inputs and outputs, from a pass on the meta device (nothing is
+        allocated): the orchestrator admits the task's context to host memory by it (hostmem.py)."""
+        ref = load_module(job["task_source"], job["overrides"], name="reference")
+        with meta_device(), torch.no_grad():
+            xs = ref.get_inputs()
+            outs = timing.flatten(ref.Model(*ref.get_init_inputs())(*xs))
+        return {"in_bytes": protocol.tensor_bytes(xs), "out_bytes": protocol.tensor_bytes(outs)}
+
     def prepare(self, job: dict) -> dict:
         dev = job["device"]
         marks = [("start", time.perf_counter())]  # where a slow prepare spends its time (task_timings)
@@ -405,6 +415,8 @@ def main() -> None:
                 res = state["cand"].time(job)
             elif op == "profile":
                 res = state["cand"].profile(job)
+            elif op == "size":
+                res = Reference.size(job)
             elif op == "prepare":
                 state["ref"] = Reference()
                 res = state["ref"].prepare(job)
