@@ -310,11 +310,12 @@ def fmt(x, spec: str, none: str = "-") -> str:
 
 
 def table(rows: list[dict]) -> list[str]:
-    head = (f"{'config':<10}{'evaluator':<19}{'cands':>6}{'done':>6}{'correct':>8}{'wall s':>8}{'cand/min':>9}"
+    w = max([10] + [len(r["config"]) + 2 for r in rows])
+    head = (f"{'config':<{w}}{'evaluator':<19}{'cands':>6}{'done':>6}{'correct':>8}{'wall s':>8}{'cand/min':>9}"
             f"{'build med s':>12}{'gpu held/cand s':>16}{'busy util':>10}{'busy lock':>10}")
     out = [head]
     for r in rows:
-        out.append(f"{r['config']:<10}{r['evaluator']:<19}{r['n']:>6}{r['done']:>6}{r['correct']:>8}{r['wall_s']:>8.1f}"
+        out.append(f"{r['config']:<{w}}{r['evaluator']:<19}{r['n']:>6}{r['done']:>6}{r['correct']:>8}{r['wall_s']:>8.1f}"
                    f"{r['cand_per_min']:>9.2f}{fmt(r['build_median_s'], '.1f'):>12}{fmt(r['gpu_held_per_cand_s'], '.2f'):>16}"
                    f"{fmt(r['busy_util'], '.0%'):>10}{fmt(r['busy_lock'], '.0%'):>10}"
                    + ("  (cut at deadline)" if r["cut"] else ""))
@@ -416,6 +417,9 @@ def parse(argv: list[str] | None):
     ap.add_argument("--kb-isolate", action="store_true", help="KernelBench: a spawned process per candidate, as its script")
     ap.add_argument("--kb-no-ref-timing", action="store_true", help="KernelBench: skip the per-candidate reference timing")
     ap.add_argument("--deadline", type=float, default=None, help="seconds for the whole run (default 520; dry 1800)")
+    ap.add_argument("--compare", nargs="+", metavar="KEY=VALUE", default=None,
+                    help="also run each synthetic configuration with these harness overrides (after it, in a cache "
+                         "of its own) and print the cost of the setting, e.g. --compare sandbox=off")
     ap.add_argument("--cv", action="store_true", help="also evaluate one candidate --cv-reps times: runtime CV")
     ap.add_argument("--cv-reps", type=int, default=None, help="default 8 (dry 2)")
     ap.add_argument("--real", type=Path, help="a KernelBench run directory of real programs")
@@ -473,9 +477,10 @@ def main(argv: list[str] | None = None) -> int:
     # in the order they run (the harness's runs get more: a cut harness run is charged its slow
     # start, a cut serial KernelBench evaluation only its share of the pre-compile)
     stages = []
+    compare = parse_overrides(a.compare)[0] if a.compare else None
     for group in ("synthetic", "real"):
-        n = sum(g == group for _, _, g in jobs)
-        stages += [4.0] * n + ([2.0] if n else [])
+        n = sum(g == group for _, _, g in jobs) * (2 if compare and group == "synthetic" else 1)
+        stages += [4.0] * n + ([2.0] if n and a.kb_n else [])
     stages += [1.0] if a.cv else []
     sampler = GpuSampler()
     rows: list[dict] = []
@@ -492,7 +497,12 @@ def main(argv: list[str] | None = None) -> int:
             mine = [(name, work) for name, work, g in jobs if g == group]
             for name, work in mine:
                 rows.append(run_harness(name, work, cfg_for(name), share(), sampler, group))
-            if mine:  # KernelBench has nothing to share between candidates: one sample per group
+                if compare and group == "synthetic":  # second: whatever warmed up in the first helps it
+                    alt = f"{name} {' '.join(a.compare)}"
+                    cache = {"cache_dir": os.path.join(tmp, "compare_" + name.replace("/", "_"))}  # builds again, even dry
+                    rows.append(run_harness(alt, work, deep_merge(deep_merge(cfg_for(alt), compare), cache), share(),
+                                            sampler, group))
+            if mine and a.kb_n:  # KernelBench has nothing to share between candidates: one sample per group
                 sub = kb_salted(kb_sample([w for _, w in mine], a.kb_n), salt)
                 root = kb_root if a.dry else os.path.join(kb_root, group)
                 rows.append(run_kb(group, sub, hcfg, device, hcfg.n_build_workers(), share(), sampler, root,
@@ -526,6 +536,29 @@ def _cv_candidate(jobs, a, salt: str, device: str):
     return "cv", c.task, c.source
 
 
+def compare_lines(a, rows: list[dict]) -> list[str]:
+    """Each --compare run against its configuration: what the default setting costs (the sandbox's
+    target: under 5% of candidates per minute)."""
+    out = []
+    for alt in (r for r in rows if a.compare and r["config"].endswith(" " + " ".join(a.compare))):
+        base = next((r for r in rows if r["evaluator"] == "harness" and r["config"] == alt["config"].split(" ")[0]), None)
+        if not base or not alt["cand_per_min"]:
+            continue
+        cost = 1 - base["cand_per_min"] / alt["cand_per_min"]
+        out.append(f"  cost of the default against {' '.join(a.compare)} ({base['config']}): {base['cand_per_min']:.2f} vs "
+                   f"{alt['cand_per_min']:.2f} cand/min, {cost:+.1%} (sandbox target: under 5%: "
+                   f"{'met' if cost < 0.05 else 'NOT met'}); median per candidate: total {fmt(_phase(base, 'total'), '.1f')} "
+                   f"vs {fmt(_phase(alt, 'total'), '.1f')} s, build {fmt(_phase(base, 'build'), '.1f')} vs "
+                   f"{fmt(_phase(alt, 'build'), '.1f')} s, slot_held {fmt(_phase(base, 'slot_held'), '.2f')} vs "
+                   f"{fmt(_phase(alt, 'slot_held'), '.2f')} s")
+    return out
+
+
+def _phase(row: dict, key: str) -> float | None:
+    xs = [rec["phases_s"][key] for rec in row["records"] if key in rec["phases_s"]]
+    return statistics.median(xs) if xs else None
+
+
 def render(a, rows, cv, notes, gpu, wall) -> str:
     lines = [f"harness throughput: real-style Level 3 candidates{' and real programs' if a.real else ''}; GPU {gpu}, "
              f"torch {torch.__version__}, {os.cpu_count()} cores; run {wall:.0f} s (deadline {a.deadline:.0f} s)"]
@@ -544,6 +577,7 @@ def render(a, rows, cv, notes, gpu, wall) -> str:
                      f"(runtimes us: {[round(x, 1) for x in cv['runtimes_us']]})")
     elif a.cv:
         lines.append("runtime CV: fewer than 2 evaluations finished")
+    lines += compare_lines(a, rows)
     lines += phase_lines(rows)
     kb = [r for r in rows if r["evaluator"] == "kernelbench-batch"]
     for r in kb:

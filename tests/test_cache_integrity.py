@@ -275,7 +275,7 @@ def test_reference_outputs_are_never_written_to_disk(tmp_path):
     with Evaluator(_cfg(tmp_path)) as ev:
         r = ev.submit(task, HONEST).result()
         assert r.status == "ok", (r.error, r.log_tail)
-        ctx = next(iter(ev._ctx.values())).result()
+        ctx = next(iter(ev._ctx.values())).future.result()
         needles = [o.contiguous().numpy().tobytes()[:64] for _, outs in ctx["trials"] for o in outs]
         needles += [o.contiguous().numpy().tobytes()[:64] for _, _, outs in ctx["spot"] for o in outs]
         files = [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()]  # live workers' scratch too

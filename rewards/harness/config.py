@@ -99,6 +99,8 @@ class HarnessConfig:
         bad = sorted(set(base.precision) - {"matmul_tf32", "cudnn_tf32"})
         if bad or not all(isinstance(v, bool) for v in base.precision.values()):
             raise ValueError(f"harness.precision takes matmul_tf32 and cudnn_tf32 (true/false), not {base.precision!r}")
+        if base.sandbox is False:  # YAML 1.1 reads a bare `off` as false
+            base.sandbox = "off"
         if base.sandbox not in ("strict", "best", "off"):
             raise ValueError(f"harness.sandbox must be strict, best or off, not {base.sandbox!r}")
         lo, hi = (float(v) for v in base.timing_scale_range)
