@@ -48,14 +48,30 @@ def test_the_first_of_a_kind_always_enters_and_a_request_is_clamped_to_the_budge
     assert got == [10] and m.peak == 180
 
 
-def test_waiters_of_a_kind_enter_in_arrival_order():
-    m = hostmem.HostMemory(100)
+def test_a_waiter_that_fits_passes_a_head_that_does_not_until_the_heads_patience_runs_out():
+    m = hostmem.HostMemory(100, patience_s=0.5)
     m.acquire("context", 90)
     big, got_big = _later(m.acquire, "context", 50)
     time.sleep(0.1)
-    small, got_small = _later(m.acquire, "context", 5)  # would fit now, but the big one is first
+    assert not got_big
+    assert m.acquire("context", 5) == 5  # fits (95): passes the waiting head, whose patience lasts
+    time.sleep(0.6)
+    late, got_late = _later(m.acquire, "context", 5)  # would fit too (100), but the head waited too long
     time.sleep(0.2)
-    assert not got_big and not got_small
+    assert not got_big and not got_late
+    m.release("context", 95)
+    big.join(5), late.join(5)
+    assert got_big == [50] and got_late == [5]
+
+
+def test_strict_order_with_no_patience():
+    m = hostmem.HostMemory(100, patience_s=0)
+    m.acquire("context", 90)
+    big, got_big = _later(m.acquire, "context", 50)
+    time.sleep(0.1)
+    small, got_small = _later(m.acquire, "context", 5)
+    time.sleep(0.2)
+    assert not got_big and not got_small  # 95 would fit, but the head is first
     m.release("context", 90)
     big.join(5), small.join(5)
     assert got_big == [50] and got_small == [5]

@@ -41,6 +41,7 @@ class HarnessConfig:
     cpu_workers: int = 1
     resident: Any = "auto"  # candidates loaded per slot at once (GPU memory bound); auto: 4 on cuda, 2 on cpu
     host_memory_gb: Any = "auto"  # reference contexts + resident candidates' outputs on the host (hostmem.py); auto: 60% of RAM, 0: unlimited
+    host_memory_patience_s: float = 30.0  # how long a waiter that does not fit may be passed by ones that do
     reference_workers: Any = "auto"  # auto: 4 on cuda, 2 on cpu; tasks whose references prepare in parallel (only their timing takes the GPU lock)
     timeline_entries: int = 4096  # Evaluator.timeline: the last GPU-lock sections and phases, for checks
     cache_dir: str = "~/.cache/kernelmine"

@@ -328,7 +328,7 @@ class Evaluator:
         self._ctx: collections.OrderedDict[Any, _Ctx] = collections.OrderedDict()  # least recently used first
         self._ctx_lock = threading.Lock()
         self._ctx_serial = 0  # keys the staged inputs and device copies: an evicted ctx's id() may be reused
-        self.host = hostmem.HostMemory(hostmem.budget_bytes(self.cfg.host_memory_gb))
+        self.host = hostmem.HostMemory(hostmem.budget_bytes(self.cfg.host_memory_gb), self.cfg.host_memory_patience_s)
         self._pending: set[cf.Future] = set()
         self._pending_lock = threading.Lock()
         self._workers: set[Worker] = set()  # every live worker, so an interrupted run leaves none

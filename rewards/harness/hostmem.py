@@ -10,9 +10,12 @@ then the orchestrator itself. Admission here keeps the sum under ``harness.host_
 
 Two kinds of holder: ``context`` (a reference's outputs, held from preparation until no pending
 candidate of its task is left) and ``candidate`` (a resident candidate's outputs, until judged).
-Each kind waits in arrival order, and the first holder of a kind always enters, so a task whose
-context alone exceeds the budget still runs (alone) and a candidate never waits on the contexts
-its own task holds.
+The first holder of a kind always enters, so a task whose context alone exceeds the budget still
+runs (alone) and a candidate never waits on the contexts its own task holds. Waiters of a kind
+enter in arrival order, except that one that fits may pass a head that does not, for as long as
+the head has waited less than ``patience_s``: on the H200, strict order kept every small task's
+reference waiting behind SqueezeNet's for minutes (ref_wait up to 457 s), while a head that could
+be passed for ever would starve.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
+import time
 
 KINDS = ("context", "candidate")
 
@@ -55,12 +59,12 @@ def budget_bytes(setting, share: float = 0.6) -> int | None:
 class HostMemory:
     """A byte budget shared by reference contexts and resident candidates (see the module doc)."""
 
-    def __init__(self, budget: int | None):
-        self.budget = budget
+    def __init__(self, budget: int | None, patience_s: float = 30.0):
+        self.budget, self.patience_s = budget, patience_s
         self.used = {k: 0 for k in KINDS}
         self.peak = 0  # the most bytes admitted at once (evidence for a run's report)
         self._cv = threading.Condition()
-        self._queues: dict[str, collections.deque] = {k: collections.deque() for k in KINDS}
+        self._queues: dict[str, collections.deque] = {k: collections.deque() for k in KINDS}  # (ticket, since)
 
     def _fits(self, kind: str, n: int) -> bool:
         return self.budget is None or self.used[kind] == 0 or sum(self.used.values()) + n <= self.budget
@@ -77,14 +81,21 @@ class HostMemory:
     def acquire(self, kind: str, n: int) -> int:
         """Blocks until ``n`` bytes (at most the budget) are admitted; returns the bytes held."""
         n = max(0, int(n)) if self.budget is None else min(max(0, int(n)), self.budget)
-        ticket = object()
+        me = (object(), time.monotonic())
         with self._cv:
             q = self._queues[kind]
-            q.append(ticket)
-            try:
-                self._cv.wait_for(lambda: q[0] is ticket and self._fits(kind, n))
+            q.append(me)
+
+            def may_enter() -> bool:
+                if q[0] is me:
+                    return self._fits(kind, n)
+                patient = time.monotonic() - q[0][1] < self.patience_s  # the head may still be passed
+                return patient and (self.budget is None or sum(self.used.values()) + n <= self.budget)
+
+            try:  # (a head's patience running out only stops others entering: nothing to wake)
+                self._cv.wait_for(may_enter)
             finally:
-                q.remove(ticket)
+                q.remove(me)
                 self._cv.notify_all()  # the next in line may fit now
             self._add(kind, n)
         return n
