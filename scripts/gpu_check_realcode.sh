@@ -17,12 +17,7 @@ T0=$(date +%s)
 export OUT=${OUT:-/tmp/km-gpu-out} PYTHONUNBUFFERED=1; mkdir -p "$OUT"
 STATE=${STATE:-bench/real_code/data/gpu_state}; mkdir -p "$STATE"
 export WORK=${WORK:-/tmp/km-gpu-work}; mkdir -p "$WORK"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
-fi
-export PYTHONPATH="$PWD:${PYTHONPATH:-}"
-left() { echo $(( ${DEADLINE_S:-560} - ($(date +%s) - T0) )); }
+DEADLINE_DEFAULT_S=560; source scripts/gpu_bounded.sh   # wheels, PYTHONPATH, left()
 rc=0
 STAGES=${STAGES:-tests,import,bench}
 for s in ${STAGES//,/ }; do

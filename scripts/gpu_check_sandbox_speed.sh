@@ -16,12 +16,7 @@ cd "$(dirname "$0")/.."
 T0=$(date +%s)
 export OUT=${OUT:-/tmp/km-gpu-out} PYTHONUNBUFFERED=1; mkdir -p "$OUT"
 export WORK=${WORK:-/tmp/km-gpu-work}; mkdir -p "$WORK"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
-fi
-export PYTHONPATH="$PWD:${PYTHONPATH:-}"
-left() { echo $(( ${DEADLINE_S:-500} - ($(date +%s) - T0) )); }
+DEADLINE_DEFAULT_S=500; source scripts/gpu_bounded.sh   # wheels, PYTHONPATH, left()
 cap() { local b; b=$(left); echo $(( b < $1 ? b : $1 )); }   # a stage's limit: its own, or what is left
 rc=0
 STAGES=${STAGES:-import,tests,buildspeed,throughput}
