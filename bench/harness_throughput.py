@@ -372,6 +372,9 @@ def phase_lines(rows: list[dict]) -> list[str]:
             out.append(f"  {r['config']} references: {len(prep)} prepared, median prepare {statistics.median(prep):.1f} s "
                        f"(in the worker {statistics.median(t.get('prepare_worker_s', 0.0) for t in tts):.1f} s: "
                        + ", ".join(f"{k} {v:.2f}" for k, v in inner.items()) + ")")
+            around = [k for k in ("ref_queue_s", "start_s", "host_wait_s", "compile_s", "baseline_s") if any(k in t for t in tts)]
+            out.append(f"  {r['config']} references, median/max s around prepare: " + ", ".join(
+                f"{k} {statistics.median(t.get(k, 0.0) for t in tts):.2f}/{max(t.get(k, 0.0) for t in tts):.2f}" for k in around))
     return out
 
 

@@ -313,3 +313,33 @@ def test_reference_worker_warms_the_flop_counter():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[] 36", out.stdout
+
+
+@pytest.mark.slow
+def test_a_renewed_reference_worker_is_a_warm_spare(tmp_path):
+    """On a GPU every task's reference process is replaced after its baseline; with
+    ``reference_spares`` the replacement is a spare started beforehand (greeted at once), and
+    the slot starts the next spare. On CPU the renewal is driven by hand."""
+    task = load_file(CANDS / "tiny_task.py")
+    with Evaluator(cpu_cfg(tmp_path, reference_spares=1, reference_workers=1)) as ev:
+        slot = ev._all_slots[0]
+        assert len(slot.spares["reference"]) == 1
+        spare = slot.spares["reference"][0]
+        rw = ev._refs.get()
+        old = rw.w
+        rw.renew()
+        assert rw.w is spare and not old.alive()
+        assert len(slot.spares["reference"]) == 1 and slot.spares["reference"][0] is not spare
+        ev._refs.put(rw)
+        r = ev.submit(task, PLAIN).result(timeout=600)  # prepared by the former spare
+    assert r.status == "ok", (r.error, r.log_tail)
+
+
+def test_reference_spares_default_only_where_references_are_renewed():
+    from rewards.harness.config import HarnessConfig
+
+    c = HarnessConfig.from_mapping({})
+    assert c.n_reference_spares("cuda") == c.n_reference_workers("cuda") == 4
+    assert c.n_reference_spares("cpu") == 0
+    assert HarnessConfig.from_mapping({"profile": False}).n_reference_spares("cuda") == 0
+    assert HarnessConfig.from_mapping({"reference_spares": 2}).n_reference_spares("cpu") == 2

@@ -41,6 +41,7 @@ class HarnessConfig:
     cpu_workers: int = 1
     resident: Any = "auto"  # candidates loaded per slot at once (GPU memory bound); auto: 4 on cuda, 2 on cpu
     host_memory_gb: Any = "auto"  # reference contexts + resident candidates' outputs on the host (hostmem.py); auto: 60% of RAM, 0: unlimited
+    reference_spares: Any = "auto"  # warm reference processes kept per GPU; auto: one per reference worker where they are renewed (cuda + profile), else 0
     host_memory_patience_s: float = 30.0  # how long a waiter that does not fit may be passed by ones that do
     reference_workers: Any = "auto"  # auto: 4 on cuda, 2 on cpu; tasks whose references prepare in parallel (only their timing takes the GPU lock)
     timeline_entries: int = 4096  # Evaluator.timeline: the last GPU-lock sections and phases, for checks
@@ -149,6 +150,14 @@ class HarnessConfig:
         if self.reference_workers == "auto":
             return 4 if device == "cuda" else 2
         return max(1, int(self.reference_workers))
+
+    def n_reference_spares(self, device: str) -> int:
+        """Warm reference processes per slot: on a GPU with profiling every task's baseline is
+        timed by a fresh process (CUPTI slows a used one), whose start-up and FlopCounterMode
+        warm-up otherwise delay the next task by ~10 s."""
+        if self.reference_spares == "auto":
+            return self.n_reference_workers(device) if device == "cuda" and self.profile else 0
+        return max(0, int(self.reference_spares))
 
     def primary_mode(self) -> str:
         """The mode timed, profiled and baselined: eval only when asked for eval alone."""

@@ -220,8 +220,8 @@ class _Slot:
         self.members: set[Worker] = set()  # every live worker on this device: spares, candidates, references
         self._mu = threading.Lock()  # guards spares and members (several candidates use the slot at once)
 
-    def spawn(self, role: str) -> Worker:
-        w = self.ev._spawn(role, self.gpu)
+    def spawn(self, role: str, spare: bool = False) -> Worker:
+        w = self.ev._spawn(role, self.gpu, spare)
         with self._mu:
             self.members.add(w)
         return w
@@ -235,7 +235,7 @@ class _Slot:
             with self._mu:
                 need = n - len(self.spares[role])
             for _ in range(need):
-                w = self.spawn(role)
+                w = self.spawn(role, spare=True)
                 with self._mu:
                     self.spares[role].append(w)
 
@@ -305,7 +305,10 @@ class _RefWorker:
         self.slot, self.w, self.greeted = slot, slot.spawn("reference"), False
 
     def renew(self) -> None:
-        old, self.w, self.greeted = self.w, self.slot.spawn("reference"), False
+        """A fresh process for the next task: a warm spare where the slot keeps them
+        (``harness.reference_spares``), else one started now."""
+        fresh = self.slot.take("reference") if "reference" in self.slot.depth else self.slot.spawn("reference")
+        old, self.w, self.greeted = self.w, fresh, False
         self.slot.ev._drop(old)
 
 
@@ -357,6 +360,9 @@ class Evaluator:
         depth = {"candidate": self.resident}
         if self.device == "cuda" and self.cfg.profile:
             depth["profiler"] = max(1, self.cfg.profiler_spares)
+        n_ref_spares = self.cfg.n_reference_spares(self.device)
+        if n_ref_spares:  # renewed after every task's baseline: a warm one replaces it at once
+            depth["reference"] = n_ref_spares
         self._all_slots = [_Slot(self, i, g, depth) for i, g in enumerate(gpus)]
         first = _RefWorker(self._all_slots[0])
         self.info = ask(first.w, None, self.cfg.timeouts_s.get("start", 120))
@@ -537,12 +543,12 @@ class Evaluator:
             return [v.strip() for v in vis.split(",") if v.strip()]
         return [str(i) for i in range(max(1, torch.cuda.device_count()))]
 
-    def _spawn(self, role: str, gpu: str | None) -> Worker:
+    def _spawn(self, role: str, gpu: str | None, spare: bool = False) -> Worker:
         if self._closing:
             raise RuntimeError("the evaluator is shutting down")
         env = {**self._ext_env(None if role == "build" else gpu), "KM_DEVICE": self.device,
                "MAX_JOBS": str(self.cfg.build_max_jobs), "KM_NICE": str(self.cfg.build_nice if role == "build" else 0),
-               precision.ENV: json.dumps(self.cfg.precision)}
+               precision.ENV: json.dumps(self.cfg.precision), "KM_SPARE": "1" if spare else "0"}
         w = Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace,
                    None if role == "reference" else self._sandbox)  # the reference runs no candidate code
         with self._wlock:
@@ -629,17 +635,23 @@ class Evaluator:
         """Runs on a reference thread, once per (task, shapes), with a free reference worker
         (``harness.reference_workers`` of them: tasks prepare in parallel) and host memory for
         its outputs (``harness.host_memory_gb``)."""
+        t0 = time.perf_counter()
         rw = self._refs.get()
+        pre = {"ref_queue_s": time.perf_counter() - t0}  # before prepare: where a slow reference waited
         try:
+            t0 = time.perf_counter()
             if not rw.w.alive():  # a reference that crashed or hung on an earlier task
                 rw.renew()
             if not rw.greeted:
                 ask(rw.w, None, self.cfg.timeouts_s.get("start", 120))
                 rw.greeted = True
+            pre["start_s"] = time.perf_counter() - t0
             need = self._context_bytes(rw, task, ov)
             self._evict_idle(need)
+            t0 = time.perf_counter()
             e.held = self.host.acquire("context", need)
-            ctx = self._prepare_task(rw, task, ov)
+            pre["host_wait_s"] = time.perf_counter() - t0
+            ctx = self._prepare_task(rw, task, ov, pre)
             with self._ctx_lock:
                 self._ctx_serial += 1
                 ctx["serial"] = self._ctx_serial
@@ -672,9 +684,9 @@ class Evaluator:
         outs = sz["out_bytes"] * (c.trials * modes + c.input_sets + c.spot_checks + 1)
         return 2 * (outs + sz["in_bytes"] * (c.trials + c.input_sets))
 
-    def _prepare_task(self, rw: _RefWorker, task: Any, ov: dict) -> dict:
+    def _prepare_task(self, rw: _RefWorker, task: Any, ov: dict, pre: dict | None = None) -> dict:
         c = self.cfg
-        tt = {"task": getattr(task, "id", task.hash), "prepare_s": 0.0, "compile_s": 0.0, "baseline_s": 0.0}
+        tt = {"task": getattr(task, "id", task.hash), **(pre or {}), "prepare_s": 0.0, "compile_s": 0.0, "baseline_s": 0.0}
         t0 = time.perf_counter()
         # preparing runs beside candidates' loads and trials (a timed section stops this worker
         # meanwhile); only the baseline's timing takes the GPU lock.

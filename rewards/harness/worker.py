@@ -387,8 +387,13 @@ def main() -> None:
             except Exception as e:  # noqa: BLE001
                 traceback.print_exc()
                 hello["warm_up_error"] = _err(e)
+    # a reference spare warms before its hello: until then the slot stops it during timed sections,
+    # and once taken it is ready; the evaluator's first reference warms after (its hello is awaited)
+    warm_flops = role == "reference" and os.environ.get("KM_DEVICE") == "cuda"
+    if warm_flops and os.environ.get("KM_SPARE") == "1":
+        _warm_flop_counter()
     protocol.send(conn, hello)
-    if role == "reference" and os.environ.get("KM_DEVICE") == "cuda":
+    if warm_flops and os.environ.get("KM_SPARE") != "1":
         _warm_flop_counter()  # after the hello: nobody waits for it, the next task's prepare may
     state: dict = {}
     while True:
