@@ -126,3 +126,20 @@ def test_unlimited_memory_keeps_every_context(tmp_path):
         keys = {k[0] for k in ev._ctx}
     assert [r.status for r in rs] == ["ok"] * 2
     assert keys == {gelu.hash, relu.hash}
+
+
+@pytest.mark.slow
+def test_a_meta_pass_that_ends_the_reference_process_costs_only_the_estimate(tmp_path):
+    """The size estimate runs the task on the meta device in the reference worker; a task that
+    exits there (here: on purpose) gets a fresh worker and is prepared and judged as before."""
+    from mining.tasks import Task
+
+    base = load_file(CANDS / "tiny_task.py")
+    src = base.source.replace("def get_inputs():\n",
+                              "def get_inputs():\n    if torch.empty(0).is_meta:\n        import os; os._exit(3)\n")
+    task = Task(id="tiny_meta_exit", name="tiny_meta_exit", level=0, family="mlp", source=src)
+    with Evaluator(cpu_cfg(tmp_path)) as ev:
+        r = ev.submit(task, PLAIN).result(timeout=600)
+        timings = list(ev.task_timings)
+    assert r.status == "ok", (r.error, r.log_tail)
+    assert timings and timings[0]["host_wait_s"] >= 0  # admitted with no estimate, measured afterwards

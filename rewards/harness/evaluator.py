@@ -510,13 +510,15 @@ class Evaluator:
         if ev.get("cache_entries") and not self._build_checked(task, src, r, ev):
             fut.set_result(self._finish(r, t0))
             return
-        slot = self._slots.get()  # a resident token: the GPU lock is taken inside, only to time
+        # host memory for its trial outputs (sent at once) before a token: a candidate waiting for
+        # memory must not keep a token from one that fits
         t_host = time.perf_counter()
         self._evict_idle(ctx["candidate_bytes"])
-        held = self.host.acquire("candidate", ctx["candidate_bytes"])  # its trial outputs, sent at once
+        held = self.host.acquire("candidate", ctx["candidate_bytes"])
         ph["host_wait"] = time.perf_counter() - t_host
+        slot = self._slots.get()  # a resident token: the GPU lock is taken inside, only to time
         try:
-            # from ready to a token: the exec pool's queue as well as the slot queue
+            # from ready to a token: the exec pool's queue, host memory and the slot queue
             t1 = time.perf_counter()
             ph["slot_wait"] = t1 - t_ready
             ph["gpu_wait"] = ph["gpu_held"] = 0.0
@@ -680,6 +682,11 @@ class Evaluator:
             sz = ask(rw.w, {"op": "size", "task_source": task.source, "overrides": ov}, c.timeouts_s.get("start", 120))
         except WorkerRaised:
             return 0  # Swin calls .item() in its constructor: no meta pass
+        except (WorkerDied, PhaseTimeout):  # the meta pass ended or hung the process: a fresh one prepares
+            rw.renew()
+            ask(rw.w, None, c.timeouts_s.get("start", 120))
+            rw.greeted = True
+            return 0
         modes = 2 if c.model_mode == "both" else 1
         outs = sz["out_bytes"] * (c.trials * modes + c.input_sets + c.spot_checks + 1)
         return 2 * (outs + sz["in_bytes"] * (c.trials + c.input_sets))
