@@ -611,10 +611,11 @@ class Evaluator:
             self._ctx.move_to_end(k)
             if user is not None:
                 e.users += 1
-                user.add_done_callback(lambda _: self._ctx_done(k, e))
-            return e.future
+        if user is not None:  # outside the lock: a callback on a finished future runs at once
+            user.add_done_callback(lambda _: self._ctx_done(e))
+        return e.future
 
-    def _ctx_done(self, k, e: _Ctx) -> None:
+    def _ctx_done(self, e: _Ctx) -> None:
         with self._ctx_lock:
             e.users -= 1
         if self.host.waiting():  # an idle context stays cached until its memory is wanted
