@@ -174,3 +174,20 @@ def test_dry_run_end_to_end(tmp_path):
     for rr in fig["ratios"]:
         assert f"{rr['config']}: harness / kernelbench-batch = {rr['ratio']:.2f}x" in text
     assert f"{cv['cv']:.3%}" in text and "targets (H200):" in text
+
+
+def test_compare_lines_state_the_cost_of_the_default_setting():
+    def row(config, cpm, totals):
+        return {"config": config, "evaluator": "harness", "cand_per_min": cpm,
+                "records": [{"phases_s": {"total": t, "build": 1.0, "slot_held": 0.5}} for t in totals]}
+
+    base, off = row("1/task", 7.56, [110.0, 115.0]), row("1/task sandbox=off", 7.93, [112.0, 116.0])
+    a = types.SimpleNamespace(compare=["sandbox=off"])
+    (line,) = ht.compare_lines(a, [base, off])
+    assert "7.56 vs 7.93 cand/min, +4.7%" in line and "under 5%: met" in line and "total 112.5 vs 114.0 s" in line
+    slower = row("1/task sandbox=off", 9.0, [90.0])
+    assert "NOT met" in ht.compare_lines(a, [base, slower])[0]
+    other = types.SimpleNamespace(compare=["build_workers=16"])  # no sandbox target for another setting
+    (line,) = ht.compare_lines(other, [base, row("1/task build_workers=16", 9.0, [90.0])])
+    assert "+16.0%" in line and "target" not in line
+    assert ht.compare_lines(types.SimpleNamespace(compare=None), [base, off]) == []
