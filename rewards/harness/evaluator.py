@@ -38,7 +38,16 @@ from typing import Any
 
 import torch
 
-from rewards.harness import baselines, cacheguard, cachewatch, floor, hostmem, precision, protocol, timing
+from rewards.harness import (
+    baselines,
+    cacheguard,
+    cachewatch,
+    floor,
+    hostmem,
+    precision,
+    protocol,
+    timing,
+)
 from rewards.harness.compare import compare, zeros_would_pass
 from rewards.harness.config import HarnessConfig
 from rewards.harness.result import EvalResult
@@ -310,6 +319,14 @@ class _RefWorker:
         fresh = self.slot.take("reference") if "reference" in self.slot.depth else self.slot.spawn("reference")
         old, self.w, self.greeted = self.w, fresh, False
         self.slot.ev._drop(old)
+
+    def ready(self, timeout: float) -> None:
+        """A live process that has sent its hello: one that crashed or hung on an earlier task is renewed."""
+        if not self.w.alive():
+            self.renew()
+        if not self.greeted:
+            ask(self.w, None, timeout)
+            self.greeted = True
 
 
 class _Ctx:
@@ -643,11 +660,7 @@ class Evaluator:
         pre = {"ref_queue_s": time.perf_counter() - t0}  # before prepare: where a slow reference waited
         try:
             t0 = time.perf_counter()
-            if not rw.w.alive():  # a reference that crashed or hung on an earlier task
-                rw.renew()
-            if not rw.greeted:
-                ask(rw.w, None, self.cfg.timeouts_s.get("start", 120))
-                rw.greeted = True
+            rw.ready(self.cfg.timeouts_s.get("start", 120))
             pre["start_s"] = time.perf_counter() - t0
             need = self._context_bytes(rw, task, ov)
             self._evict_idle(need)
@@ -662,8 +675,7 @@ class Evaluator:
             e.held = self.host.resize("context", e.held, protocol.tensor_bytes(
                 [ctx["trials"], ctx.get("trials_eval"), ctx["sets"], ctx["spot"]]))
             # a resident candidate's trial outputs: in its worker and in the memfd it sends them in
-            modes = 2 if self.cfg.model_mode == "both" else 1
-            ctx["candidate_bytes"] = 2 * modes * sum(protocol.tensor_bytes(refs) for _, refs in ctx["trials"])
+            ctx["candidate_bytes"] = 2 * len(self.cfg.trial_modes()) * sum(protocol.tensor_bytes(refs) for _, refs in ctx["trials"])
             e.future.set_result(ctx)
             if e.users == 0 and self.host.waiting():  # its candidates are gone already (failed builds)
                 self._evict_idle(None)
@@ -685,11 +697,9 @@ class Evaluator:
             return 0  # Swin calls .item() in its constructor: no meta pass
         except (WorkerDied, PhaseTimeout):  # the meta pass ended or hung the process: a fresh one prepares
             rw.renew()
-            ask(rw.w, None, c.timeouts_s.get("start", 120))
-            rw.greeted = True
+            rw.ready(c.timeouts_s.get("start", 120))
             return 0
-        modes = 2 if c.model_mode == "both" else 1
-        outs = sz["out_bytes"] * (c.trials * modes + c.input_sets + c.spot_checks + 1)
+        outs = sz["out_bytes"] * (c.trials * len(c.trial_modes()) + c.input_sets + c.spot_checks + 1)
         return 2 * (outs + sz["in_bytes"] * (c.trials + c.input_sets))
 
     def _prepare_task(self, rw: _RefWorker, task: Any, ov: dict, pre: dict | None = None) -> dict:
