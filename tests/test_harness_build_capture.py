@@ -144,6 +144,17 @@ def test_failing_build_swallowed_by_try_is_not_compiled_again_in_the_slot(ev, ta
     assert after["build"] - before["build"] == 1 and after["candidate"] == 0
 
 
+def test_a_name_built_again_after_a_failed_attempt_is_served_from_the_cache(ev, task, cxx_log):
+    """torch renames a second build of one name in a process (<name>_v1); the candidate worker
+    imports <name> from the key's folder. Seen on the H200: two real programs whose fast-build
+    rewrite failed were then rebuilt in the sandboxed worker, which may not build (PermissionError)."""
+    before = roles(cxx_log)
+    r = ev.submit(task, shape("retry")).result()
+    assert r.status == "ok", (r.error, r.log_tail)
+    assert r.evidence["failed_builds"] == 1 and r.evidence["slot_builds"] == 0, r.evidence
+    assert roles(cxx_log)["candidate"] == before["candidate"]  # no compiler ran in the slot
+
+
 def test_load_is_keyed_on_file_contents(tmp_path):
     src = shape("load")
     first = do_build(tmp_path, src, cwd="a")

@@ -167,9 +167,10 @@ def _lock_file(key: str, bdir: str, name: str):
     to workers: sandbox.seal_builds) cannot be built in again: its recorded failure is the answer."""
     try:
         return open(os.path.join(bdir, ".km_build_lock"), "w")
-    except PermissionError:
+    except PermissionError as e:
         _raise_recorded(key, bdir, name, from_disk=True)
-        raise
+        raise PermissionError(f"harness: the build pool left no loadable build of '{name}' (cache key {key}) "
+                              "and this sandboxed worker may not build one") from e
 
 
 def _clear(bdir: str) -> None:
@@ -210,6 +211,10 @@ def _compile(args: dict, bdir: str, key: str, rec: dict, builder):
         if os.path.exists(os.path.join(bdir, leftover)):  # (we hold the key: nobody builds)
             os.remove(os.path.join(bdir, leftover))
     rec["compiled"] = True
+    # torch renames a second build of one name in a process to <name>_v1 (its versioner assumes a
+    # shared build folder); each key has its own folder, and a fresh worker imports <name> from it,
+    # so a rewrite that failed before the candidate's own source built must not rename that build
+    ce.JIT_EXTENSION_VERSIONER.entries.pop(args["name"], None)
     try:
         # copies: load_inline inserts its headers into the lists it is given, which would
         # change this call's key for any later use of the same arguments

@@ -1,6 +1,6 @@
 # A small pybind11-only extension (no torch headers: a ~5 s build) built at construction in one
 # of several real-code shapes; SHAPE is substituted by the test: helper, try, cuda_after, load,
-# cuda_before.
+# cuda_before, retry.
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -45,6 +45,13 @@ class ModelNew(nn.Module):
             with open(os.path.join(os.getcwd(), "km_load_src.cpp"), "w") as f:
                 f.write(SRC)
             self.ext = load(name="km_init_load", sources=[os.path.join(os.getcwd(), "km_load_src.cpp")])
+        elif shape == "retry":  # one name built twice in a process, the first attempt failing (as a
+            try:                # failed fast-build rewrite does before the program's own source builds)
+                load_inline(name="km_init_retry", cpp_sources=[SRC.replace("1.0;", "undeclared;")],
+                            no_implicit_headers=True)
+            except Exception:
+                pass
+            self.ext = load_inline(name="km_init_retry", cpp_sources=[SRC], no_implicit_headers=True)
         elif shape == "cuda_before":
             self.fc = self.fc.cuda()  # before the build: a GPU run keeps it on the CPU in the build worker
             self.register_buffer("buf", torch.zeros(2, device="cuda"))
