@@ -157,8 +157,15 @@ def reference_path(data: Path, lab: Label) -> Path | None:
     return None
 
 
+# KernelBench's run failed for its machine, not for the program (its A100 out of memory, a kernel
+# built for another arch): no verdict on the program
+KB_INFRA = re.compile(r"out of memory|no kernel image is available", re.I)
+
+
 def kb_verdict(data: Path, lab: Label) -> dict | None:
-    """KernelBench's recorded {compiled, correctness} for this program, from its run's eval_results."""
+    """KernelBench's recorded {compiled, correctness} for this program, from its run's eval_results,
+    with its reason: error (first line of its runtime or compilation error), mismatch (its largest
+    max_difference), hardware, and infra (a failure of its machine, not of the program)."""
     f = local_path(data, lab.repo, lab.path).parent / "eval_results.json"
     if not f.is_file():
         return None
@@ -166,7 +173,17 @@ def kb_verdict(data: Path, lab: Label) -> dict | None:
     samples = entry if isinstance(entry, list) else [entry] if entry else []
     for s in samples:
         if int(s.get("sample_id", 0)) == lab.sample:
-            return {"compiled": bool(s.get("compiled")), "correctness": bool(s.get("correctness"))}
+            meta = s.get("metadata") or {}
+            runtime = str(meta.get("runtime_error") or "")
+            error = runtime or str(meta.get("compilation_error") or "")
+            # a list of strings, or (some runs) that list as one string
+            diffs = re.findall(r"\d+\.?\d*(?:e[-+]?\d+)?", str(meta.get("max_difference") or ""), re.I)
+            correct = bool(s.get("correctness"))
+            return {"compiled": bool(s.get("compiled")), "correctness": correct,
+                    "infra": not correct and bool(KB_INFRA.search(runtime)),
+                    "error": error.splitlines()[0] if error.strip() else None,
+                    "mismatch": max(map(float, diffs)) if diffs else None,
+                    "hardware": meta.get("hardware")}
     return None
 
 
@@ -195,7 +212,8 @@ def summarize(lab: Label, record, result: dict | None, error: str | None = None)
     row = {"key": lab.key, "repo": lab.repo, "path": lab.path, "problem": lab.problem,
            "producer": lab.producer, "label": lab.label, "reason": lab.reason,
            "status": res.get("status"),
-           "correct": res.get("correct"), "speedup": res.get("speedup")}
+           "correct": res.get("correct"), "max_abs_err": res.get("max_abs_err"),
+           "speedup": res.get("speedup")}
     if record is not None:
         row.update(reward=record.reward, major_hack=record.major_hack,
                    findings=[f.to_dict() for f in record.findings])
@@ -369,18 +387,30 @@ def baseline_false_hacks(rows: list[dict]) -> list[tuple[str, str]]:
 
 
 def status_agreement(rows: list[dict]) -> dict | None:
-    """Harness status vs KernelBench's recorded compiled/correctness, where both exist."""
+    """Harness status vs KernelBench's recorded compiled/correctness, where both exist; programs
+    KernelBench's own run failed on for its machine (kb infra) are counted apart, not judged."""
     both = [r for r in rows if r.get("kb") and r.get("status")]
     if not both:
         return None
+    infra = [r for r in both if r["kb"]["infra"]]
+    both = [r for r in both if not r["kb"]["infra"]]
     compiled = Counter((r["kb"]["compiled"], r["status"] != "compile_error") for r in both)
     correct = Counter((r["kb"]["correctness"], bool(r["correct"])) for r in both)
-    return {"n": len(both),
+    return {"n": len(both), "infra": len(infra), "infra_ours_ok": sum(r["status"] == "ok" for r in infra),
             "compiled_agree": compiled[(True, True)] + compiled[(False, False)],
             "correct_agree": correct[(True, True)] + correct[(False, False)],
             "kb_correct_ours_not": correct[(True, False)], "ours_correct_kb_not": correct[(False, True)],
-            "disagreements": [(r["path"], r["kb"], r["status"]) for r in both
+            "disagreements": [(r["path"], disagreement(r)) for r in both
                               if r["kb"]["correctness"] != bool(r["correct"])]}
+
+
+def disagreement(row: dict) -> str:
+    """Why KernelBench and the harness differ on a program: each side's verdict and evidence."""
+    kb, err = row["kb"], row.get("max_abs_err")
+    why = (f": {kb['error'][:90]}" if kb["error"] else
+           f": max_difference {kb['mismatch']:.3g}" if kb["mismatch"] is not None else "")
+    return (f"KB {'correct' if kb['correctness'] else 'incorrect'}{why} ({kb['hardware'] or 'gpu n/a'}); "
+            f"ours {row['status']}, max_abs_err {'n/a' if err is None else f'{err:.3g}'}")
 
 
 def per_label(rows: list[dict]) -> dict[str, dict]:
@@ -446,11 +476,14 @@ def report(rows: list[dict], mode: str) -> str:
     if st is None:
         lines.append("status vs KernelBench's recorded verdicts: n/a (no harness results in this mode)")
     else:
-        lines.append(f"status vs KernelBench's recorded verdicts ({st['n']} programs): compiled agree "
-                     f"{st['compiled_agree']}/{st['n']}, correctness agree {st['correct_agree']}/{st['n']} "
+        n = st["n"]
+        lines.append(f"status vs KernelBench's recorded verdicts ({n} programs KB judged): compiled "
+                     f"agree {st['compiled_agree']}/{n}, correctness agree {st['correct_agree']}/{n} "
                      f"(KB correct, ours not: {st['kb_correct_ours_not']}; ours correct, KB not: "
                      f"{st['ours_correct_kb_not']})")
-        lines += [f"  {p}: KB {kb}, ours {s}" for p, kb, s in st["disagreements"]]
+        lines.append(f"  not judged: {st['infra']} KB runs failed for KB's machine (out of memory, no kernel "
+                     f"image for its arch), ours ok on {st['infra_ours_ok']}")
+        lines += [f"  {p}: {why}" for p, why in st["disagreements"]]
     lines += ["", f"  {'label':<26}{'n':>4}{'major':>7}{'zero':>6}{'KBflag':>8}{'KBok':>6}  major categories"]
     for lab, d in sorted(per_label(rows).items()):
         cats = ", ".join(f"{c} {n}" for c, n in d["cats"].most_common())

@@ -166,17 +166,95 @@ def test_reward_metrics_minor_findings_do_not_count_and_zero_reward_adds_recall(
     assert bench.false_hacks(rows) == [("o/r:bad.py", "output_cache (L1: x)")]
 
 
+def _kb(correctness, compiled=True, infra=False, error=None, mismatch=None, hardware="A100"):
+    return {"compiled": compiled, "correctness": correctness, "infra": infra, "error": error,
+            "mismatch": mismatch, "hardware": hardware}
+
+
 def test_status_agreement_against_kernelbench_verdicts():
-    rows = [_scored("legit", kb={"compiled": True, "correctness": True}, status="ok", correct=True),
-            _scored("legit", kb={"compiled": True, "correctness": True}, status="incorrect",
-                    correct=False, path="x.py"),
-            _scored("legit", kb={"compiled": False, "correctness": False}, status="compile_error",
-                    correct=False),
+    rows = [_scored("legit", kb=_kb(True), status="ok", correct=True),
+            _scored("legit", kb=_kb(True), status="incorrect", correct=False, path="x.py"),
+            _scored("legit", kb=_kb(False, compiled=False), status="compile_error", correct=False),
             _scored("legit", kb=None, status="ok", correct=True)]   # no recorded verdict: left out
     st = bench.status_agreement(rows)
     assert st["n"] == 3 and st["compiled_agree"] == 3 and st["correct_agree"] == 2
     assert st["kb_correct_ours_not"] == 1 and st["disagreements"][0][0] == "x.py"
+    assert st["infra"] == 0
     assert bench.status_agreement([_scored("legit")]) is None
+
+
+def _kb_run(tmp_path, entries: dict) -> tuple[Path, list]:
+    """A run whose eval_results.json holds `entries` (problem -> sample result), one label each."""
+    data = tmp_path / "data"
+    run = data / "o__r" / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "eval_results.json").write_text(json.dumps({str(p): [{"sample_id": 0, **e}]
+                                                       for p, e in entries.items()}))
+    f = tmp_path / "labels_kb.csv"
+    f.write_text(HEADER + "".join(_row(f"runs/r1/level_3_problem_{p}_sample_0_kernel.py", "legit",
+                                       problem=p) for p in entries))
+    return data, bench.read_labels([f])
+
+
+def _failed(hardware="A100", compiled=True, **metadata):
+    return {"compiled": compiled, "correctness": False, "metadata": {"hardware": hardware, **metadata}}
+
+
+def _passed(hardware="A100"):
+    return {"compiled": True, "correctness": True, "metadata": {"hardware": hardware}}
+
+
+A100, ADA = "NVIDIA A100-SXM4-40GB", "NVIDIA GeForce RTX 4090"
+OOM = ("CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total capacity of 39.49 GiB "
+       "of which 1.56 MiB is free.")
+NO_IMAGE = ("CUDA error: no kernel image is available for execution on the device\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call")
+
+
+def test_kb_verdict_reads_kernelbenchs_reason_and_marks_its_machine_failures_infra(tmp_path):
+    data, labels = _kb_run(tmp_path, {
+        1: _failed(A100, runtime_error=OOM),
+        2: _failed(A100, runtime_error=NO_IMAGE),
+        3: _failed(ADA, correctness_issue="Output mismatch", max_difference=["0.000736", "0.001040"]),
+        # some runs store the list as one string
+        4: _failed(ADA, correctness_issue="Output mismatch", max_difference="['1.768608', '1.829854']"),
+        5: _failed(A100, compiled=False, compilation_error="Error building extension 'ops'\nerror: x"),
+        6: _failed(A100, runtime_error="index 3 is out of range"),
+        7: _passed(A100)})
+    oom, no_image, mismatch, str_list, build, bug, ok = (bench.kb_verdict(data, lab) for lab in labels)
+    assert oom["infra"] and oom["error"] == OOM and oom["hardware"] == A100
+    assert no_image["infra"] and no_image["error"] == NO_IMAGE.splitlines()[0]
+    assert mismatch == _kb(False, mismatch=0.00104, hardware=ADA)   # a real verdict, not infra
+    assert str_list["mismatch"] == pytest.approx(1.829854)
+    assert build == _kb(False, compiled=False, error="Error building extension 'ops'", hardware=A100)
+    assert bug == _kb(False, error="index 3 is out of range", hardware=A100)
+    assert ok == _kb(True, hardware=A100)
+
+
+def test_kernelbench_machine_failures_are_counted_apart_from_the_agreement(tmp_path):
+    data, labels = _kb_run(tmp_path, {
+        1: _failed(runtime_error=OOM), 2: _failed(runtime_error=NO_IMAGE), 3: _failed(runtime_error=OOM),
+        4: _failed(ADA, correctness_issue="Output mismatch", max_difference=["0.000677", "0.000653"]),
+        5: _passed(), 6: _passed()})
+    ours = [("ok", True, 0.0), ("ok", True, 0.0), ("incorrect", False, 5.7),   # KB infra
+            ("ok", True, 1.55e-6),                                             # KB mismatch: disagree
+            ("incorrect", False, 1.07e-4),                                     # KB correct: disagree
+            ("ok", True, 0.0)]                                                 # agree
+    rows = [_scored("legit", kb=bench.kb_verdict(data, lab), status=s, correct=c, max_abs_err=e,
+                    path=lab.path) for lab, (s, c, e) in zip(labels, ours, strict=True)]
+    st = bench.status_agreement(rows)
+    assert (st["n"], st["infra"], st["infra_ours_ok"]) == (3, 3, 2)   # infra out of the denominator
+    assert (st["compiled_agree"], st["correct_agree"]) == (3, 1)
+    assert (st["kb_correct_ours_not"], st["ours_correct_kb_not"]) == (1, 1)
+    assert [p for p, _ in st["disagreements"]] == [labels[3].path, labels[4].path]
+    text = bench.report(rows, "test")
+    assert "(3 programs KB judged): compiled agree 3/3, correctness agree 1/3" in text
+    assert "not judged: 3 KB runs failed for KB's machine" in text and "ours ok on 2" in text
+    mismatch_line, correct_line = (next(ln for ln in text.splitlines() if ln.strip().startswith(p))
+                                   for p, _ in st["disagreements"])
+    assert f"KB incorrect: max_difference 0.000677 ({ADA}); ours ok, max_abs_err 1.55e-06" in mismatch_line
+    assert "KB correct (A100); ours incorrect, max_abs_err 0.000107" in correct_line
+    assert not any(labels[i].path in text for i in (0, 1, 2, 5))   # infra and agreements: no line
 
 
 def test_baseline_metrics_and_report_print_both_tables():
@@ -235,8 +313,8 @@ def test_reference_mapping_prefers_the_repos_own_level3_then_upstream(tmp_path):
     legit, torch_only = _labels(tmp_path)
     assert bench.reference_path(data, legit).name == "1_Own.py"
     assert bench.reference_path(data, torch_only).name == "2_Tiny.py"   # fork lacks problem 2
-    assert bench.kb_verdict(data, legit) == {"compiled": True, "correctness": True}
-    assert bench.kb_verdict(data, torch_only) == {"compiled": True, "correctness": False}
+    assert bench.kb_verdict(data, legit) == _kb(True, hardware=None)
+    assert bench.kb_verdict(data, torch_only) == _kb(False, hardware=None)
 
 
 def test_static_run_scores_both_programs_and_flags_the_torch_copy(tmp_path):
@@ -249,7 +327,7 @@ def test_static_run_scores_both_programs_and_flags_the_torch_copy(tmp_path):
     assert bench.has_major(by_label["no-custom"])              # pure torch: a major finding
     assert by_label["no-custom"]["kb_static"]["valid"] is False
     assert by_label["legit"]["kb_static"]["valid"] is True
-    assert by_label["legit"]["kb"] == {"compiled": True, "correctness": True}
+    assert by_label["legit"]["kb"] == _kb(True, hardware=None)
 
 
 def test_replay_rescores_recorded_results_and_skips_unrecorded(tmp_path):
