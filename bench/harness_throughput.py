@@ -17,7 +17,11 @@ harness's trials / warm-ups / timed calls / L2 flush) then runs on ``--kb-n`` (5
 across both configurations, one of each building style: it shares nothing between candidates (no
 reference reuse, no build of one serves another), so its rate per candidate is the same for both
 configurations, and its serial builds of ``__init__``-time extensions make a full run of it the
-longest part of the bench; both of its stages scale with the number of candidates.
+longest part of the bench; both of its stages scale with the number of candidates. ``--warm`` runs
+each synthetic configuration a second time on the same candidates with only the references'
+baselines kept from the first run (builds and reference outputs start fresh): the steady state of
+a training run, whose later steps evaluate tasks measured in its first; KernelBench's batch recipe
+reads precomputed reference timings the same way (``--kb-no-ref-timing`` runs it so).
 
 Printed per configuration and evaluator: candidates, correct, wall, candidates per minute, the
 ratio harness / KernelBench, median build time of fresh builds, GPU-lock held time per candidate
@@ -423,6 +427,9 @@ def parse(argv: list[str] | None):
     ap.add_argument("--compare", nargs="+", metavar="KEY=VALUE", default=None,
                     help="also run each synthetic configuration with these harness overrides (after it, in a cache "
                          "of its own) and print the cost of the setting, e.g. --compare sandbox=off")
+    ap.add_argument("--warm", action="store_true",
+                    help="also run each synthetic configuration again with its references' baselines cached (a fresh "
+                         "build cache; the first run's baselines and MAC key copied): a training run's later steps")
     ap.add_argument("--cv", action="store_true", help="also evaluate one candidate --cv-reps times: runtime CV")
     ap.add_argument("--cv-reps", type=int, default=None, help="default 8 (dry 2)")
     ap.add_argument("--real", type=Path, help="a KernelBench run directory of real programs")
@@ -482,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     stages = []
     compare = parse_overrides(a.compare)[0] if a.compare else None
     for group in ("synthetic", "real"):
-        n = sum(g == group for _, _, g in jobs) * (2 if compare and group == "synthetic" else 1)
+        n = sum(g == group for _, _, g in jobs) * (1 + (bool(compare) + a.warm) * (group == "synthetic"))
         stages += [4.0] * n + ([2.0] if n and a.kb_n else [])
     stages += [1.0] if a.cv else []
     sampler = GpuSampler()
@@ -505,6 +512,11 @@ def main(argv: list[str] | None = None) -> int:
                     cache = {"cache_dir": os.path.join(tmp, "compare_" + name.replace("/", "_"))}  # builds again, even dry
                     rows.append(run_harness(alt, work, deep_merge(deep_merge(cfg_for(alt), compare), cache), share(),
                                             sampler, group))
+                if a.warm and group == "synthetic":
+                    warm = f"{name} {WARM}"
+                    cfg = cfg_for(warm)
+                    warm_cache(cfg_for(name)["cache_dir"], cfg["cache_dir"])
+                    rows.append(run_harness(warm, work, cfg, share(), sampler, group))
             if mine and a.kb_n:  # KernelBench has nothing to share between candidates: one sample per group
                 sub = kb_salted(kb_sample([w for _, w in mine], a.kb_n), salt)
                 root = kb_root if a.dry else os.path.join(kb_root, group)
@@ -526,6 +538,19 @@ def main(argv: list[str] | None = None) -> int:
             {"gpu": gpu, "torch": torch.__version__, "cores": os.cpu_count(), "rows": rows, "ratios": ratios(rows),
              "cv": cv, "real": bool(a.real), "notes": notes}, default=str, indent=1))
     return 0
+
+
+WARM = "baselines cached"
+
+
+def warm_cache(cold: str, warm: str) -> None:
+    """A cache holding only what the cold run measured of the references (their baselines and the
+    MAC key that signs them): builds, reference outputs and everything else start fresh."""
+    if os.path.abspath(cold) == os.path.abspath(warm):
+        return  # a dry run's one shared cache
+    for sub in ("baselines", ".keys"):
+        if os.path.isdir(os.path.join(cold, sub)):
+            shutil.copytree(os.path.join(cold, sub), os.path.join(warm, sub), dirs_exist_ok=True)
 
 
 def _cv_candidate(jobs, a, salt: str, device: str):

@@ -136,16 +136,17 @@ def test_dry_run_end_to_end(tmp_path):
     """Two configurations, the real-program mode and the CV check on CPU (2 C++ builds): every
     printed figure is recomputed here from the per-candidate records of that run."""
     out = tmp_path / "out.txt"
-    p = subprocess.run([sys.executable, "bench/harness_throughput.py", "--dry", "--cv", "--configs", "1,2",
+    p = subprocess.run([sys.executable, "bench/harness_throughput.py", "--dry", "--cv", "--warm", "--configs", "1,2",
                         "--real", str(_corpus(tmp_path)), "--out", str(out)],
                        cwd=ROOT, capture_output=True, text=True, timeout=1500)
     assert p.returncode == 0, p.stderr[-3000:]
     fig = json.loads(out.with_suffix(".json").read_text())
     rows = {(r["config"], r["evaluator"]): r for r in fig["rows"]}
     assert set(rows) == {("1/task", "harness"), ("2/task", "harness"), ("real", "harness"),
+                         ("1/task baselines cached", "harness"), ("2/task baselines cached", "harness"),
                          ("synthetic", "kernelbench-batch"), ("real", "kernelbench-batch")}
     for (conf, ev), r in rows.items():
-        want = {"1/task": 2, "2/task": 2, "synthetic": 2, "real": 1}[conf]  # --kb-n 2 when dry
+        want = {"1/task": 2, "2/task": 2, "synthetic": 2, "real": 1}[conf.split(" ")[0]]  # --kb-n 2 when dry
         assert r["n"] == r["done"] == r["correct"] == want, (conf, ev, r["statuses"])
         if ev == "harness":
             recs = r["records"]
@@ -163,6 +164,7 @@ def test_dry_run_end_to_end(tmp_path):
     # the dry run shares one extension source and cache: built by the first configuration only
     assert rows[("1/task", "harness")]["builds"] >= 1
     assert rows[("2/task", "harness")]["builds"] == rows[("real", "harness")]["builds"] == 0
+    assert rows[("1/task baselines cached", "harness")]["builds"] == 0
     styles = [x.get("style") for x in rows[("synthetic", "kernelbench-batch")]["work"]]
     assert styles == ["module", "init"]  # the baseline's sample takes the building styles in turn
     for rr in fig["ratios"]:
@@ -174,6 +176,21 @@ def test_dry_run_end_to_end(tmp_path):
     for rr in fig["ratios"]:
         assert f"{rr['config']}: harness / kernelbench-batch = {rr['ratio']:.2f}x" in text
     assert f"{cv['cv']:.3%}" in text and "targets (H200):" in text
+
+
+def test_warm_cache_keeps_the_baselines_and_nothing_else(tmp_path):
+    """--warm: the second run trusts the first run's baselines (same MAC key) and builds afresh."""
+    from rewards.harness import baselines
+
+    cold, warm = tmp_path / "cold", tmp_path / "warm"
+    baselines.store("t__k", {"ref_runtime_us": 12.5}, str(cold))
+    (cold / "ext" / "abc").mkdir(parents=True)
+    (cold / "ext" / "abc" / "m.so").write_bytes(b"built")
+    assert baselines.load("t__k", str(warm)) is None  # a fresh cache has nothing
+    ht.warm_cache(str(cold), str(warm))
+    assert baselines.load("t__k", str(warm)) == {"ref_runtime_us": 12.5}  # verifies under the copied key
+    assert not (warm / "ext").exists()
+    ht.warm_cache(str(cold), str(cold))  # one shared cache (dry run): nothing to copy, no error
 
 
 def test_compare_lines_state_the_cost_of_the_default_setting():
