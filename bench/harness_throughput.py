@@ -170,7 +170,8 @@ def run_harness(name: str, work: list, cfg: dict, deadline: float, sampler: GpuS
     except Deadline:
         cut, wall, timings = True, time.perf_counter() - t0, list(ev.task_timings)
         log(f"[{name}] deadline: {len(recs)} of {len(work)} finished; the rest is cancelled")
-    return {**summarize_harness(name, recs, len(work), wall, cut, held_iv, timings, sampler), "group": group}
+    return {**summarize_harness(name, recs, len(work), wall, cut, held_iv, timings, sampler), "group": group,
+            "pch": dict(ev.pch)}
 
 
 def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict:
@@ -186,7 +187,8 @@ def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict
     return {"task": task.id, **meta, "status": r.status, "correct": r.correct, "build_s": r.build_s,
             "cache_hit": r.cache_hit, "runtime_us": r.runtime_us, "gpu_held_s": held,
             "held_key": "gpu_held" if "gpu_held" in ph else "slot_held", "phases_s": ph,
-            "slot_builds": r.evidence.get("slot_builds"), "error": r.error, "t_submit": t_sub,
+            "slot_builds": r.evidence.get("slot_builds"), "fast_build": r.evidence.get("fast_build") or [],
+            "error": r.error, "t_submit": t_sub,
             "t_ready": ready if r.compiled else None, "t_done": t_done}
 
 
@@ -367,7 +369,9 @@ def phase_lines(rows: list[dict]) -> list[str]:
             cells.append(f"{k} {statistics.median(xs):.2f}/{max(xs):.2f}")
         out.append(f"  {r['config']} harness phases, median/max s: " + ", ".join(cells))
         out.append(f"  {r['config']} statuses: harness {r['statuses']}; slot builds (built inside the GPU slot): "
-                   f"{sum(rec.get('slot_builds') or 0 for rec in r['records'])}")
+                   f"{sum(rec.get('slot_builds') or 0 for rec in r['records'])}; fresh builds whose binding unit "
+                   f"used the shared PCH: {sum('pch' in rec.get('fast_build', []) for rec in r['records'] if not rec['cache_hit'])}"
+                   f" of {sum(not rec['cache_hit'] for rec in r['records'])}")
         if r["task_timings"]:
             prep = [t.get("prepare_s", 0.0) for t in r["task_timings"]]
             tts = r["task_timings"]

@@ -171,7 +171,8 @@ def test_settings_from_env(tmp_path, monkeypatch):
 def test_config_keys():
     from rewards.harness.config import HarnessConfig
 
-    assert HarnessConfig.from_mapping({"build_speed": {"pch": False}}).build_speed == {"pch": False, "nvcc_threads": 4, "split_launchers": True, "light_binding": True}
+    assert HarnessConfig.from_mapping({"build_speed": {"pch": False}}).build_speed == {
+        "pch": False, "pch_cflags": [[], ["-O3"]], "nvcc_threads": 4, "split_launchers": True, "light_binding": True}
     with pytest.raises(ValueError, match="build_speed"):
         HarnessConfig.from_mapping({"build_speed": {"pchh": True}})
 

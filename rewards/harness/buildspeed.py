@@ -7,11 +7,14 @@ the candidate's C++ and the pybind11 module) and ``nvcc`` on ``cuda.cu``. ``inst
 library only) for the duration of a build. What they do, each switch in ``harness.build_speed``:
 
 - ``pch``: the C++ unit whose first line includes ``torch/extension.h`` is compiled with a
-  precompiled ``torch/extension.h`` (``-include``), built once per exact flag set (the unit's own
-  flags minus its name, output and depfile) under ``<cache>/buildspeed/pch/<hash>`` and shared by
-  every later build. GCC checks a PCH's flags itself and reads the header's text when it does not
-  match (``-Winvalid-pch`` says so); a PCH that fails to build is never tried again; a compile
-  that fails with the PCH is run again unchanged, so a candidate's own error is what it sees.
+  precompiled ``torch/extension.h`` (``-include``), one per exact flag set (the unit's own flags
+  minus its name, output and depfile) under ``<cache>/buildspeed/pch/<hash>``, shared by every
+  later build. Two modes: ``"build"`` (or True) makes a missing PCH on first use, ``"use"`` only
+  reads one that exists. Workers that run candidate code get ``"use"``: the PCHs are made by a
+  process that runs none (pchwarm.py) and sealed by the orchestrator. GCC checks a PCH's flags
+  itself and reads the header's text when it does not match (``-Winvalid-pch`` says so); a PCH
+  that fails to build is never tried again; a compile that fails with the PCH goes on to
+  ``light_binding`` and then the unchanged command, so a candidate's own error is what it sees.
 - ``split_launchers`` (a rewrite of the call's arguments, not a wrapper; see splitcu.py): the
   ``torch::Tensor`` launchers leave the ``.cu`` for the binding unit, so nvcc compiles CUDA
   headers only; buildcache builds the original source when the split fails to build.
@@ -47,15 +50,15 @@ _EXT_INCLUDE = "#include <torch/extension.h>"
 _EXT_INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]torch/extension\.h[>\"]", re.M)
 _LIGHT_INCLUDE = "#include <torch/types.h>\n#include <torch/python.h>"
 LIGHT_OK = ".ok"  # beside a light copy that compiled
+PCH_OK = ".km_pch.ok"  # beside a unit that compiled with a PCH
 
 # flags that differ between builds without changing what the header means
 _DROP_WITH_VALUE = {"-o", "-MF", "-MT", "-MQ"}
 _DROP = {"-c", "-MMD", "-MD"}
 _ENV = "KM_BUILDSPEED"  # JSON: the wrappers' settings (the real compilers, the state dir, switches)
 SWITCHES_ENV = "KM_BUILD_SPEED"  # JSON: harness.build_speed, set by the evaluator for every worker
-# pch off by default: the PCH is built inside a build worker (which runs candidate code) and shared by
-# every later build, so a candidate could plant one; it is safe only where no candidate can write
-# <cache>/buildspeed (harness.sandbox hides it from workers, which then build without it)
+# pch: a PCH is shared by every later build, so only a process that runs no candidate code makes
+# one (pchwarm.py); workers read them where the sandbox shows them read-only (the evaluator decides)
 DEFAULTS = {"pch": False, "nvcc_threads": 4, "split_launchers": True, "light_binding": True}
 
 
@@ -105,15 +108,16 @@ def _compiler_id(real: str) -> str:
         return path
 
 
-def ensure_pch(real: str, flags: list[str], state: str) -> str | None:
+def ensure_pch(real: str, flags: list[str], state: str, build: bool = True) -> str | None:
     """The header to ``-include`` (its ``.gch`` beside it), built once per flag set; None when it
-    cannot be built (recorded, so nobody tries that flag set again)."""
-    key = hashlib.sha256(json.dumps([_compiler_id(real), flags]).encode()).hexdigest()[:24]
+    cannot be built (recorded, so nobody tries that flag set again) or, ``build`` False, when
+    nobody has built it."""
+    key = hashlib.sha256(json.dumps([_compiler_id(real), [f for f in flags if f]]).encode()).hexdigest()[:24]
     d = os.path.join(state, "pch", key)
     hdr, gch, failed = (os.path.join(d, n) for n in (PCH_HEADER, PCH_HEADER + ".gch", ".failed"))
     if os.path.exists(gch):
         return hdr
-    if os.path.exists(failed):
+    if os.path.exists(failed) or not build:
         return None
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, ".lock"), "w") as lk:
@@ -134,18 +138,23 @@ def ensure_pch(real: str, flags: list[str], state: str) -> str | None:
     return hdr
 
 
-def _run_with_fallback(fast: list[str], orig: list[str], ok_marker: str | None = None) -> int:
-    """Run ``fast``; on failure run ``orig`` with the output inherited (the candidate's own error).
-    ``ok_marker``: a file written when ``fast`` succeeded (the build's record reads it)."""
+def _try(fast: list[str], ok_marker: str | None = None) -> bool:
+    """Run ``fast``; True (its output passed on) when it succeeded. ``ok_marker``: a file written
+    then (the build's record reads it)."""
     p = subprocess.run(fast, capture_output=True)
-    if p.returncode == 0:
-        if ok_marker:
-            with contextlib.suppress(OSError):
-                open(ok_marker, "w").close()
-        sys.stdout.buffer.write(p.stdout)
-        sys.stderr.buffer.write(p.stderr)
-        return 0
-    return subprocess.run(orig).returncode
+    if p.returncode != 0:
+        return False
+    if ok_marker:
+        with contextlib.suppress(OSError):
+            open(ok_marker, "w").close()
+    sys.stdout.buffer.write(p.stdout)
+    sys.stderr.buffer.write(p.stderr)
+    return True
+
+
+def _run_with_fallback(fast: list[str], orig: list[str], ok_marker: str | None = None) -> int:
+    """Run ``fast``; on failure run ``orig`` with the output inherited (the candidate's own error)."""
+    return 0 if _try(fast, ok_marker) else subprocess.run(orig).returncode
 
 
 def light_copy(src: str) -> str | None:
@@ -167,12 +176,15 @@ def light_copy(src: str) -> str | None:
 
 
 def light_outcome(build_dir: str) -> str | None:
-    """What light_binding did in a finished build: "light_binding" (every light copy compiled),
-    "fallback:light_binding" (one did not), None (no unit was tried)."""
+    """What the binding unit's cuts did in a finished build: "pch" (compiled with a PCH),
+    "light_binding" (every light copy compiled), "fallback:light_binding" (one did not), None
+    (neither was tried)."""
     try:
         names = os.listdir(build_dir)
     except OSError:
         return None
+    if any(n.endswith(PCH_OK) for n in names):
+        return "pch"
     tried = [n for n in names if ".km_light." in n and not n.endswith(LIGHT_OK)]
     if not tried:
         return None
@@ -187,11 +199,11 @@ def cxx_main(args: list[str], cfg: dict) -> int:
     hdr = None
     if cfg.get("pch") and _binds_torch(src):
         try:
-            hdr = ensure_pch(real, pch_flags(args), cfg["state"])
+            hdr = ensure_pch(real, pch_flags(args), cfg["state"], build=cfg["pch"] != "use")
         except OSError:
             hdr = None
-    if hdr is not None:
-        return _run_with_fallback([real, "-include", hdr, "-Winvalid-pch", *args], orig)
+    if hdr is not None and _try([real, "-include", hdr, "-Winvalid-pch", *args], src + PCH_OK):
+        return 0
     light = light_copy(src) if cfg.get("light_binding") else None
     if light is not None:
         return _run_with_fallback([real, *(light if a == src else a for a in args)], orig, light + LIGHT_OK)
@@ -295,8 +307,9 @@ def settings(cache_root: str, switches: dict | None = None) -> dict:
     cxx = os.environ.get("CXX", "c++")
     # never a wrapper as the real compiler (a second install in one process would loop)
     cxx, nvcc = ("c++" if "km-g++" in cxx else cxx), ("nvcc" if "km-nvcc" in nvcc else nvcc)
+    pch = sw["pch"] if sw["pch"] in ("use", "build") else bool(sw["pch"])
     return {"cxx": cxx, "nvcc": nvcc, "state": os.path.join(cache_root, "buildspeed"),
-            "pch": bool(sw["pch"]), "nvcc_threads": int(sw["nvcc_threads"] or 0),
+            "pch": pch, "nvcc_threads": int(sw["nvcc_threads"] or 0),
             "split_launchers": bool(sw["split_launchers"]), "light_binding": bool(sw["light_binding"])}
 
 

@@ -64,7 +64,8 @@ class HarnessConfig:
     staged_tasks: int = 4  # tasks whose inputs stay serialized in a sealed memfd (Linux)
     build_nice: int = 10  # builds yield the CPU to the GPU slot's work (IPC, judging)
     fast_build: bool = True
-    build_speed: dict = _d(pch=False, nvcc_threads=4, split_launchers=True, light_binding=True)  # compiler-level build cuts (buildspeed.py)
+    build_speed: dict = _d(pch="auto", pch_cflags=[[], ["-O3"]], nvcc_threads=4, split_launchers=True,
+                           light_binding=True)  # compiler-level build cuts (buildspeed.py, pchwarm.py)
     # construct ModelNew in the build worker so builds in __init__ happen there (construct.py)
     build_construct: dict = _d(enabled=True, timeout_s=60, memory_gb=16, cuda_on_cpu=True)
     ceilings: dict = _d(bandwidth_Bps=4.8e12,  # H200 datasheet peaks (a floor must be a floor)
@@ -95,9 +96,14 @@ class HarnessConfig:
             raise ValueError(f"harness.judge_device must be auto, cpu or cuda[:N], not {base.judge_device!r}")
         if base.model_mode not in MODEL_MODES:
             raise ValueError(f"harness.model_mode must be one of {list(MODEL_MODES)}, not {base.model_mode!r}")
-        if set(base.build_speed) - {"pch", "nvcc_threads", "split_launchers", "light_binding"}:
-            raise ValueError("harness.build_speed takes pch, nvcc_threads, split_launchers and light_binding, "
-                             f"not {sorted(base.build_speed)}")
+        if set(base.build_speed) - {"pch", "pch_cflags", "nvcc_threads", "split_launchers", "light_binding"}:
+            raise ValueError("harness.build_speed takes pch, pch_cflags, nvcc_threads, split_launchers and "
+                             f"light_binding, not {sorted(base.build_speed)}")
+        if base.build_speed.get("pch", "auto") not in ("auto", True, False):
+            raise ValueError(f"harness.build_speed.pch must be auto, true or false, not {base.build_speed['pch']!r}")
+        cf = base.build_speed.get("pch_cflags", [])
+        if not (isinstance(cf, list) and all(isinstance(x, list) and all(isinstance(f, str) for f in x) for x in cf)):
+            raise ValueError(f"harness.build_speed.pch_cflags must be a list of flag lists, not {cf!r}")
         bad = sorted(set(base.precision) - {"matmul_tf32", "cudnn_tf32"})
         if bad or not all(isinstance(v, bool) for v in base.precision.values()):
             raise ValueError(f"harness.precision takes matmul_tf32 and cudnn_tf32 (true/false), not {base.precision!r}")
@@ -150,6 +156,12 @@ class HarnessConfig:
         if self.reference_workers == "auto":
             return 4 if device == "cuda" else 2
         return max(1, int(self.reference_workers))
+
+    def pch_wanted(self, device: str) -> bool:
+        """build_speed.pch: auto = on for cuda (CPU runs build small C++ units; a PCH there costs
+        more than it saves)."""
+        p = self.build_speed.get("pch", "auto")
+        return device == "cuda" if p == "auto" else bool(p)
 
     def n_reference_spares(self, device: str) -> int:
         """Warm reference processes per slot: on a GPU with profiling every task's baseline is

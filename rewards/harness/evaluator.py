@@ -44,6 +44,7 @@ from rewards.harness import (
     cachewatch,
     floor,
     hostmem,
+    pchwarm,
     precision,
     protocol,
     timing,
@@ -364,6 +365,7 @@ class Evaluator:
         self._sandbox: Policy | None = None
         self._seals: cacheguard.BuildSeals | None = None
         self.cache_watch: cachewatch.Watch | None = None
+        self.pch: dict = {"mode": "off"}  # the shared PCH (build_speed.pch): off | use, and its prebuild
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Evaluator:
@@ -459,9 +461,37 @@ class Evaluator:
             return
         c = self.cfg  # what isolates candidate processes here (probed once; strict raises)
         os.makedirs(self.cache, exist_ok=True)
-        self._sandbox = Policy(c.sandbox, self.cache, c.sandbox_hide, c.sandbox_uids, c.network_namespace, c.sandbox_ncu_uid)
+        pch = [pchwarm.pch_root(self.cache)] if c.pch_wanted(self.device) else []
+        for d in pch:
+            os.makedirs(d, exist_ok=True)
+        self._sandbox = Policy(c.sandbox, self.cache, c.sandbox_hide, c.sandbox_uids, c.network_namespace,
+                               c.sandbox_ncu_uid, read_only=pch)
         self._seals = cacheguard.BuildSeals(self.cache, c.cache_key_file)  # creates the MAC key
         self.cache_watch = cachewatch.Watch(self._seals, self.cache, c.cache_key_file)
+        if pch:
+            self._start_pch()
+
+    def _start_pch(self) -> None:
+        """Shared PCHs (pchwarm.py): checked now, made in the background by processes that run no
+        candidate code; builds that start before one exists go without it. Only where workers
+        cannot write them."""
+        if not self._sandbox.guards_cache:
+            self.pch = {"mode": "off", "why": "the sandbox cannot keep workers from writing a shared PCH"}
+            return
+        found = pchwarm.verify(self.cache, self.cfg.cache_key_file)
+        if found:
+            pchwarm.forget(self.cache)
+            self.cache_watch.events.append({"time": time.time(), "found": found, "attributed": False, "suspects": 0})
+        self.pch = {"mode": "use", "discarded": found}
+        sw = {k: v for k, v in self.cfg.build_speed.items() if k != "pch_cflags"}
+
+        def run():
+            t0 = time.perf_counter()
+            got = pchwarm.prebuild(self.cache, sw, self.cfg.build_speed.get("pch_cflags", [[]]), self.cfg.cache_key_file,
+                                   arch=self.arch)
+            self.pch.update(got, prebuild_s=round(time.perf_counter() - t0, 1))
+
+        threading.Thread(target=run, name="km-pch", daemon=True).start()
 
     def build(self, candidate_source: str, fast_build: bool | None = None) -> EvalResult:
         """Build only (fills the cache): status ``compile_error``/``timeout``, else ``invalid``
@@ -577,8 +607,10 @@ class Evaluator:
     def _ext_env(self, gpu: str | None) -> dict:
         """What every process that loads candidate extensions shares: the build cache, the
         build's arch and the one GPU it may see (none for builds)."""
+        speed = {**self.cfg.build_speed, "pch": "use" if self.pch["mode"] == "use" else False}
+        speed.pop("pch_cflags", None)
         env = {"TORCH_EXTENSIONS_DIR": os.path.join(self.cache, "ext"), "CUDA_VISIBLE_DEVICES": gpu or "",
-               "KM_BUILD_SPEED": json.dumps(self.cfg.build_speed)}  # buildspeed.from_env
+               "KM_BUILD_SPEED": json.dumps(speed)}  # buildspeed.from_env
         if self.arch:
             env["TORCH_CUDA_ARCH_LIST"] = self.arch
         return env

@@ -125,7 +125,7 @@ class Policy:
     worker's launcher spec, and the clean-up after it (kill by uid, seal its builds)."""
 
     def __init__(self, mode: str, cache: str, hide: list | tuple = (), uids: list | tuple = (2_000_000_000, 1_000_000),
-                 netns: bool = True, ncu_uid: bool = True):
+                 netns: bool = True, ncu_uid: bool = True, read_only: list | tuple = ()):
         if mode not in ("strict", "best", "off"):
             raise ValueError(f"harness.sandbox must be strict, best or off, not {mode!r}")
         self.mode, self.cache, self.netns, self.ncu_uid = mode, os.path.abspath(cache), netns, ncu_uid
@@ -136,7 +136,8 @@ class Policy:
         root_dir = _HARNESS_ROOT
         self.hide = [self.cache, root_dir, os.path.expanduser("~"), "/root", "/home",
                      *[os.path.abspath(os.path.expanduser(h)) for h in hide]]
-        self.keep = self._keep(root_dir)
+        # orchestrator-written parts of the cache workers may read (the sealed PCHs)
+        self.keep = {**self._keep(root_dir), **{os.path.abspath(p): "ro" for p in read_only}}
         self.applied: dict = {}
         self.want: tuple = ()
         if mode != "off":
@@ -163,6 +164,12 @@ class Policy:
     @property
     def active(self) -> bool:
         return bool(self.want)
+
+    @property
+    def guards_cache(self) -> bool:
+        """Workers cannot write what the orchestrator keeps in the cache (another uid or a
+        read-only view): what it shares with every build (the PCHs) may then be shared."""
+        return "uid" in self.want or "mounts" in self.want
 
     def _keep(self, root_dir: str) -> dict:
         real = lambda ps: {os.path.realpath(p) for p in ps if p and os.path.isabs(p) and os.path.exists(p)}  # noqa: E731

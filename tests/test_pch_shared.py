@@ -1,0 +1,108 @@
+"""The shared precompiled torch/extension.h (harness.build_speed.pch, rewards/harness/pchwarm.py):
+made by a process that runs no candidate code, sealed by the orchestrator, read-only to the
+sandboxed workers that use it, and discarded when it changed. Real g++, CPU torch, as root (CI)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import pytest
+
+from mining.tasks import load_file
+from rewards.harness import Evaluator, pchwarm
+
+CANDS = Path(__file__).parent / "candidates"
+pytestmark = pytest.mark.slow
+HONEST = (CANDS / "cpp_multi.py").read_text().replace("ext.BEHAVIOUR", "ext.legit").replace("km_test_multi", "km_test_pch")
+
+
+def _cfg(cache: Path, **kw) -> dict:
+    return {"device": "cpu", "cache_dir": str(cache), "timed_calls": 8, "warmup": 1, "sandbox": "best",
+            "build_speed": {"pch": True, "pch_cflags": [[]]}, "timeouts_s": {"correctness": 60, "timing": 60}, **kw}
+
+
+def _wait_prebuild(ev: Evaluator, timeout_s: float = 600) -> dict:
+    end = time.monotonic() + timeout_s
+    while "ok" not in ev.pch and time.monotonic() < end:
+        time.sleep(0.5)
+    return ev.pch
+
+
+def _gch(cache: Path) -> list[Path]:
+    return sorted((cache / "buildspeed" / "pch").rglob("*.gch"))
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_file(CANDS / "tiny_task.py")
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory, task):
+    """One evaluator: its PCH made in the background and sealed, then an honest C++ candidate."""
+    cache = tmp_path_factory.mktemp("pchcache")
+    with Evaluator(_cfg(cache)) as ev:
+        if not ev._sandbox.guards_cache:
+            pytest.skip(f"this machine gives the sandbox only {ev._sandbox.evidence}: the PCH stays off")
+        got = dict(_wait_prebuild(ev))
+        r = ev.submit(task, HONEST).result()
+    return {"cache": cache, "pch": got, "result": r}
+
+
+def test_the_pch_is_made_sealed_and_used(made):
+    assert made["pch"]["mode"] == "use" and made["pch"]["ok"], made["pch"]
+    assert made["pch"]["sealed"] >= 1 and len(_gch(made["cache"])) == 1
+    r = made["result"]
+    assert r.status == "ok", (r.error, r.log_tail)
+    assert "pch" in r.evidence["fast_build"], r.evidence["fast_build"]  # the binding unit compiled with it
+
+
+def test_a_candidate_cannot_write_the_pch(made, task):
+    """A sandboxed candidate sees the PCH read-only (another uid, a read-only view)."""
+    (gch,) = _gch(made["cache"])
+    before = _sha(gch)
+    probe = f"        open({str(gch)!r}, 'ab').write(b'planted')"
+    src = (CANDS / "py_probe.py").read_text().replace("        PROBE", probe)
+    with Evaluator(_cfg(made["cache"])) as ev:
+        assert ev.pch["mode"] == "use" and not ev.pch["discarded"]
+        r = ev.submit(task, src).result()
+    assert r.status != "ok" and ("Permission" in (r.error or "") or "Read-only" in (r.error or "")), (r.status, r.error)
+    assert _sha(gch) == before
+
+
+def test_a_changed_pch_is_discarded_and_made_again(made, tmp_path):
+    """A PCH changed outside the orchestrator (an earlier run without the sandbox, a hand edit) is
+    deleted before any worker starts, reported, and made again."""
+    (gch,) = _gch(made["cache"])
+    gch.write_bytes(gch.read_bytes() + b"planted")
+    with Evaluator(_cfg(made["cache"])) as ev:
+        found = ev.pch["discarded"]
+        assert [p["reason"] for p in found] == ["mac_mismatch"] and found[0]["cache"] == "pch", found
+        assert any(e["found"] == found for e in ev.cache_watch.events)
+        assert _wait_prebuild(ev)["ok"] and ev.pch["sealed"] == 1
+    (again,) = _gch(made["cache"])
+    assert not again.read_bytes().endswith(b"planted")
+    assert pchwarm.verify(str(made["cache"])) == []
+
+
+def test_without_the_sandbox_the_pch_stays_off(tmp_path):
+    with Evaluator(_cfg(tmp_path, sandbox="off")) as ev:
+        assert ev.pch["mode"] == "off" and "sandbox" in ev.pch["why"]
+    assert not _gch(tmp_path)
+
+
+def test_pch_config_is_checked():
+    from rewards.harness.config import HarnessConfig
+
+    assert HarnessConfig.from_mapping({}).pch_wanted("cuda") and not HarnessConfig.from_mapping({}).pch_wanted("cpu")
+    assert HarnessConfig.from_mapping({"build_speed": {"pch": True}}).pch_wanted("cpu")
+    with pytest.raises(ValueError, match="pch_cflags"):
+        HarnessConfig.from_mapping({"build_speed": {"pch_cflags": ["-O3"]}})
+    with pytest.raises(ValueError, match="build_speed.pch"):
+        HarnessConfig.from_mapping({"build_speed": {"pch": "yes"}})
