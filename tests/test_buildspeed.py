@@ -302,7 +302,7 @@ def test_split_launchers_args(monkeypatch):
     cfg = {"split_launchers": True}
     new = buildspeed.split_launchers(args, cfg)
     assert new["no_implicit_headers"] and new["cpp_sources"][0] == "#include <torch/extension.h>"  # the PCH's unit
-    assert new["extra_cflags"] == [*buildspeed._NVCC_DEFS, "-DKM_X=1"] and new["functions"] == ["add_relu"]
+    assert new["extra_cflags"] == [*buildspeed.NVCC_DEFS, "-DKM_X=1"] and new["functions"] == ["add_relu"]
     assert buildspeed.split_launchers(args, {"split_launchers": False}) is None
     assert buildspeed.split_launchers(args, None) is None
     bound_in_cu = {**args, "cuda_sources": REAL_STYLE + "PYBIND11_MODULE(m, x) {}"}
@@ -372,3 +372,18 @@ def test_split_cache_key_follows_the_source():
                                    {"split_launchers": True})
     assert build_key(a) != build_key(b) and build_key(a) != build_key(args)
     assert build_key(a) == build_key(buildspeed.split_launchers(dict(args), {"split_launchers": True}))
+
+
+def test_pch_flag_sets_cover_the_split_binding_unit():
+    """A split binding unit compiles with the CUDA defines added to extra_cflags: the PCH made
+    for it must have them too (on the H200, 22 of 24 split builds missed a PCH made without)."""
+    from rewards.harness import pchwarm
+
+    sets = pchwarm.flag_sets({"split_launchers": True}, [[], ["-O3"]])
+    for cflags in ([], ["-O3"]):
+        args = {"name": "m", "cpp_sources": "torch::Tensor add_relu(torch::Tensor x, torch::Tensor y);",
+                "cuda_sources": REAL_STYLE, "functions": ["add_relu"], "extra_cuda_cflags": ["-O3", "--use_fast_math"],
+                "extra_cflags": cflags, "no_implicit_headers": False}
+        split = buildspeed.split_launchers(args, {"split_launchers": True})
+        assert cflags in sets and split["extra_cflags"] in sets
+    assert pchwarm.flag_sets({"split_launchers": False}, [[]]) == [[]]

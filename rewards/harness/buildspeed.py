@@ -231,7 +231,7 @@ def nvcc_main(args: list[str], cfg: dict) -> int:
 
 
 # -- the harness side (imports torch lazily: the wrappers must start fast) -----------------------
-_NVCC_DEFS = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",  # torch's nvcc flags
+NVCC_DEFS = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",  # torch's nvcc flags
               "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"]
 
 
@@ -260,7 +260,7 @@ def split_launchers(args: dict, cfg: dict | None) -> dict | None:
         return None
     cu, host = parts
     # the host code that moved keeps the macros nvcc compiled it with: torch's and the candidate's
-    defs = [*_NVCC_DEFS, *(f for f in _as_list(args.get("extra_cuda_cflags")) if f.startswith(("-D", "-U")))]
+    defs = [*NVCC_DEFS, *(f for f in _as_list(args.get("extra_cuda_cflags")) if f.startswith(("-D", "-U")))]
     return {**args, "no_implicit_headers": True, "cuda_sources": [cu],
             "cpp_sources": ["#include <torch/extension.h>", *_as_list(args.get("cpp_sources")), host],
             "extra_cflags": [*_as_list(args.get("extra_cflags")), *defs]}

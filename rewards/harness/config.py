@@ -64,7 +64,7 @@ class HarnessConfig:
     staged_tasks: int = 4  # tasks whose inputs stay serialized in a sealed memfd (Linux)
     build_nice: int = 10  # builds yield the CPU to the GPU slot's work (IPC, judging)
     fast_build: bool = True
-    build_speed: dict = _d(pch="auto", pch_cflags=[[], ["-O3"]], nvcc_threads=4, split_launchers=True,
+    build_speed: dict = _d(pch=False, pch_cflags=[[], ["-O3"]], nvcc_threads=4, split_launchers=True,
                            light_binding=True)  # compiler-level build cuts (buildspeed.py, pchwarm.py)
     # construct ModelNew in the build worker so builds in __init__ happen there (construct.py)
     build_construct: dict = _d(enabled=True, timeout_s=60, memory_gb=16, cuda_on_cpu=True)

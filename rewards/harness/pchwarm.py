@@ -105,11 +105,11 @@ def prebuild(cache_root: str, switches: dict, cflag_sets: list, key_file: str | 
            "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
     index = os.path.join(_seal_dir(cache_root), "made.json")
     done = _read_index(index)
-    todo = [f for f in cflag_sets if _index_key(f) not in done]
+    todo = [f for f in flag_sets(switches, cflag_sets) if _index_key(f) not in done]
     if not todo:
         if os.path.isdir(pch_root(cache_root)) and os.listdir(pch_root(cache_root)):
             return {"ok": True, "sealed": 0, "errors": [], "skipped": "made before"}
-        todo = list(cflag_sets)  # made before, and removed since
+        todo = flag_sets(switches, cflag_sets)  # made before, and removed since
     procs, errors = [], []
     for flags in todo:
         job = json.dumps({"cache_root": cache_root, "switches": switches, "cflags": list(flags)})
@@ -132,6 +132,18 @@ def prebuild(cache_root: str, switches: dict, cflag_sets: list, key_file: str | 
         with open(index, "w") as f:
             json.dump(sorted(done | {_index_key(x) for x in todo}), f)
     return {"ok": not errors, "sealed": seal(cache_root, key_file), "errors": errors}
+
+
+def flag_sets(switches: dict, cflag_sets: list) -> list[list[str]]:
+    """The extra_cflags to make a PCH for: each configured set and, with split_launchers on, the
+    same set as a split binding unit gets it (the CUDA defines the launchers were compiled with
+    are added: another flag set to GCC)."""
+    from rewards.harness import buildspeed
+
+    out = [list(f) for f in cflag_sets]
+    if switches.get("split_launchers", True):
+        out += [[*f, *buildspeed.NVCC_DEFS] for f in cflag_sets]
+    return out
 
 
 def _index_key(flags: list) -> str:
