@@ -171,7 +171,7 @@ def run_harness(name: str, work: list, cfg: dict, deadline: float, sampler: GpuS
         cut, wall, timings = True, time.perf_counter() - t0, list(ev.task_timings)
         log(f"[{name}] deadline: {len(recs)} of {len(work)} finished; the rest is cancelled")
     return {**summarize_harness(name, recs, len(work), wall, cut, held_iv, timings, sampler), "group": group,
-            "pch": dict(ev.pch)}
+            "pch": dict(ev.pch), "host_peak_gb": round(ev.host.peak / 1e9, 2)}
 
 
 def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict:
@@ -382,7 +382,8 @@ def phase_lines(rows: list[dict]) -> list[str]:
                        + ", ".join(f"{k} {v:.2f}" for k, v in inner.items()) + ")")
             around = [k for k in ("ref_queue_s", "start_s", "host_wait_s", "compile_s", "baseline_s") if any(k in t for t in tts)]
             out.append(f"  {r['config']} references, median/max s around prepare: " + ", ".join(
-                f"{k} {statistics.median(t.get(k, 0.0) for t in tts):.2f}/{max(t.get(k, 0.0) for t in tts):.2f}" for k in around))
+                f"{k} {statistics.median(t.get(k, 0.0) for t in tts):.2f}/{max(t.get(k, 0.0) for t in tts):.2f}" for k in around)
+                + (f"; host memory admitted at most {r['host_peak_gb']:.2f} GB at once" if r.get("host_peak_gb") is not None else ""))
     return out
 
 

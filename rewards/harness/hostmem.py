@@ -62,7 +62,7 @@ class HostMemory:
     def __init__(self, budget: int | None, patience_s: float = 30.0):
         self.budget, self.patience_s = budget, patience_s
         self.used = {k: 0 for k in KINDS}
-        self.peak = 0  # the most bytes admitted at once (evidence for a run's report)
+        self.peak = 0  # the most bytes admitted at once (bench/harness_throughput.py prints it)
         self._cv = threading.Condition()
         self._queues: dict[str, collections.deque] = {k: collections.deque() for k in KINDS}  # (ticket, since)
 

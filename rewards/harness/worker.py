@@ -309,14 +309,13 @@ class Reference:
 
         with torch.no_grad(), FlopCounterMode(display=False) as fc:
             outs = timing.flatten(model(*self.sets[0]))
-        nbytes = lambda ts: sum(t.numel() * t.element_size() for t in ts if isinstance(t, torch.Tensor))  # noqa: E731
         params = list(model.parameters()) + list(model.buffers())
         dtype = str(params[0].dtype if params else outs[0].dtype).replace("torch.", "")
         marks.append(("flops", time.perf_counter()))
         phases = {k: round(t - marks[i][1], 3) for i, (k, t) in enumerate(marks[1:])}
         return {"phases": phases, "trials": trials, "trials_eval": trials_eval, "sets": sets, "spot": spot,
                 "ref_flops": float(fc.get_total_flops()),
-                "ref_bytes": float(nbytes(self.sets[0]) + nbytes(params) + nbytes(outs)), "dtype": dtype}
+                "ref_bytes": float(protocol.tensor_bytes([self.sets[0], params, outs])), "dtype": dtype}
 
     def compile(self, job: dict) -> dict:
         """torch.compile and warm up (this is where compilation happens), before timing."""
