@@ -164,7 +164,6 @@ def test_dry_run_end_to_end(tmp_path):
     # the dry run shares one extension source and cache: built by the first configuration only
     assert rows[("1/task", "harness")]["builds"] >= 1
     assert rows[("2/task", "harness")]["builds"] == rows[("real", "harness")]["builds"] == 0
-    assert rows[("1/task baselines cached", "harness")]["builds"] == 0
     styles = [x.get("style") for x in rows[("synthetic", "kernelbench-batch")]["work"]]
     assert styles == ["module", "init"]  # the baseline's sample takes the building styles in turn
     for rr in fig["ratios"]:
