@@ -105,11 +105,12 @@ def prebuild(cache_root: str, switches: dict, cflag_sets: list, key_file: str | 
            "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
     index = os.path.join(_seal_dir(cache_root), "made.json")
     done = _read_index(index)
-    todo = [f for f in flag_sets(switches, cflag_sets) if _index_key(f) not in done]
+    wanted = flag_sets(switches, cflag_sets)
+    todo = [f for f in wanted if _index_key(f) not in done]
     if not todo:
         if os.path.isdir(pch_root(cache_root)) and os.listdir(pch_root(cache_root)):
             return {"ok": True, "sealed": 0, "errors": [], "skipped": "made before"}
-        todo = flag_sets(switches, cflag_sets)  # made before, and removed since
+        todo = wanted  # made before, and removed since
     procs, errors = [], []
     for flags in todo:
         job = json.dumps({"cache_root": cache_root, "switches": switches, "cflags": list(flags)})
