@@ -19,7 +19,7 @@ reference reuse, no build of one serves another), so its rate per candidate is t
 configurations, and its serial builds of ``__init__``-time extensions make a full run of it the
 longest part of the bench; both of its stages scale with the number of candidates. ``--warm`` runs
 each synthetic configuration a second time on the same candidates with only the references'
-baselines kept from the first run (builds and reference outputs start fresh): the steady state of
+baselines and the shared PCHs kept from the first run (builds and reference outputs start fresh): the steady state of
 a training run, whose later steps evaluate tasks measured in its first; KernelBench's batch recipe
 reads precomputed reference timings the same way (``--kb-no-ref-timing`` runs it so).
 
@@ -434,7 +434,7 @@ def parse(argv: list[str] | None):
                          "of its own) and print the cost of the setting, e.g. --compare sandbox=off")
     ap.add_argument("--warm", action="store_true",
                     help="also run each synthetic configuration again with its references' baselines cached (a fresh "
-                         "build cache; the first run's baselines and MAC key copied): a training run's later steps")
+                         "build cache; the first run's baselines, shared PCHs and MAC key copied): a training run's later steps")
     ap.add_argument("--cv", action="store_true", help="also evaluate one candidate --cv-reps times: runtime CV")
     ap.add_argument("--cv-reps", type=int, default=None, help="default 8 (dry 2)")
     ap.add_argument("--real", type=Path, help="a KernelBench run directory of real programs")
@@ -549,11 +549,12 @@ WARM = "baselines cached"
 
 
 def warm_cache(cold: str, warm: str) -> None:
-    """A cache holding only what the cold run measured of the references (their baselines and the
-    MAC key that signs them): builds, reference outputs and everything else start fresh."""
+    """A cache holding what a training run's later steps find there: the references' baselines,
+    the shared PCHs (made once per machine and torch) and the MAC key that signs both. The
+    candidates' builds, reference outputs and everything else start fresh."""
     if os.path.abspath(cold) == os.path.abspath(warm):
         return  # a dry run's one shared cache
-    for sub in ("baselines", ".keys"):
+    for sub in ("baselines", ".keys", os.path.join("buildspeed", "pch"), os.path.join("seals", "pch")):
         if os.path.isdir(os.path.join(cold, sub)):
             shutil.copytree(os.path.join(cold, sub), os.path.join(warm, sub), dirs_exist_ok=True)
 

@@ -178,7 +178,9 @@ def test_config_keys_for_scheduling():
     from rewards.harness.config import HarnessConfig
 
     c = HarnessConfig.from_mapping({})
-    assert (c.n_resident("cuda"), c.n_resident("cpu")) == (4, 2)
+    assert (c.n_resident("cuda"), c.n_resident("cpu")) == (6, 2)
+    assert c.n_profiler_spares("cuda") == 6  # one per resident candidate
+    assert HarnessConfig.from_mapping({"profiler_spares": 2}).n_profiler_spares("cuda") == 2
     assert (c.n_reference_workers("cuda"), c.n_reference_workers("cpu")) == (4, 2)
     assert HarnessConfig.from_mapping({"resident": 1}).n_resident("cuda") == 1
 

@@ -17,7 +17,7 @@ def test_bracketed_calls_layout(monkeypatch):
 def test_system_capture_uses_the_brackets():
     import inspect
 
-    assert "bracketed_calls(" in inspect.getsource(sysprof.capture)
+    assert "bracketed_calls(" in inspect.getsource(sysprof.record)
 
 
 def _k(name, ts, dur, stream):

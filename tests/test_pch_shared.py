@@ -46,13 +46,14 @@ def task():
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory, task):
-    """One evaluator: its PCH made in the background and sealed, then an honest C++ candidate."""
+    """One evaluator: its PCH made in the background and sealed, and an honest C++ candidate
+    submitted at once (its build waits for the PCH rather than going without it)."""
     cache = tmp_path_factory.mktemp("pchcache")
     with Evaluator(_cfg(cache)) as ev:
         if not ev._sandbox.guards_cache:
             pytest.skip(f"this machine gives the sandbox only {ev._sandbox.evidence}: the PCH stays off")
-        got = dict(_wait_prebuild(ev))
         r = ev.submit(task, HONEST).result()
+        got = dict(_wait_prebuild(ev))
     return {"cache": cache, "pch": got, "result": r}
 
 
@@ -62,6 +63,7 @@ def test_the_pch_is_made_sealed_and_used(made):
     r = made["result"]
     assert r.status == "ok", (r.error, r.log_tail)
     assert "pch" in r.evidence["fast_build"], r.evidence["fast_build"]  # the binding unit compiled with it
+    assert r.evidence["phases_s"]["pch_wait"] > 0  # submitted while the PCH was being made: it waited
 
 
 def test_a_candidate_cannot_write_the_pch(made, task):
@@ -101,11 +103,13 @@ def test_without_the_sandbox_the_pch_stays_off(tmp_path):
 def test_pch_config_is_checked():
     from rewards.harness.config import HarnessConfig
 
-    assert not HarnessConfig.from_mapping({}).pch_wanted("cuda")  # off by default (README: not yet a measured gain)
-    auto = HarnessConfig.from_mapping({"build_speed": {"pch": "auto"}})
+    auto = HarnessConfig.from_mapping({})  # auto by default: on for cuda
     assert auto.pch_wanted("cuda") and not auto.pch_wanted("cpu")
+    assert not HarnessConfig.from_mapping({"build_speed": {"pch": False}}).pch_wanted("cuda")
     assert HarnessConfig.from_mapping({"build_speed": {"pch": True}}).pch_wanted("cpu")
     with pytest.raises(ValueError, match="pch_cflags"):
         HarnessConfig.from_mapping({"build_speed": {"pch_cflags": ["-O3"]}})
     with pytest.raises(ValueError, match="build_speed.pch"):
         HarnessConfig.from_mapping({"build_speed": {"pch": "yes"}})
+    with pytest.raises(ValueError, match="pch_wait_s"):
+        HarnessConfig.from_mapping({"build_speed": {"pch_wait_s": -1}})

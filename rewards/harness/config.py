@@ -39,7 +39,7 @@ class HarnessConfig:
     build_workers: Any = "auto"
     gpu_workers: Any = "auto"
     cpu_workers: int = 1
-    resident: Any = "auto"  # candidates loaded per slot at once (GPU memory bound); auto: 4 on cuda, 2 on cpu
+    resident: Any = "auto"  # candidates loaded per slot at once (GPU memory bound); auto: 6 on cuda, 2 on cpu
     host_memory_gb: Any = "auto"  # reference contexts + resident candidates' outputs on the host (hostmem.py); auto: 60% of RAM, 0: unlimited
     reference_spares: Any = "auto"  # warm reference processes kept per GPU; auto: one per reference worker where they are renewed (cuda + profile), else 0
     host_memory_patience_s: float = 30.0  # how long a waiter that does not fit may be passed by ones that do
@@ -57,14 +57,14 @@ class HarnessConfig:
     baselines: bool = True
     profile: bool = True
     profile_calls: int = 3
-    profiler_spares: int = 4  # warm profiler workers kept per GPU, one per resident candidate (one warms in 4-8 s)
+    profiler_spares: Any = "auto"  # warm profiler workers per GPU; auto: one per resident candidate (one warms in 4-8 s)
     cuda_arch: str = "auto"
     build_max_jobs: int = 2
     judge_device: str = "auto"  # where the parent compares outputs: auto (the slot's GPU, else cpu) | cpu
     staged_tasks: int = 4  # tasks whose inputs stay serialized in a sealed memfd (Linux)
     build_nice: int = 10  # builds yield the CPU to the GPU slot's work (IPC, judging)
     fast_build: bool = True
-    build_speed: dict = _d(pch=False, pch_cflags=[[], ["-O3"]], nvcc_threads=4, split_launchers=True,
+    build_speed: dict = _d(pch="auto", pch_cflags=[[], ["-O3"]], pch_wait_s=120, nvcc_threads=4, split_launchers=True,
                            light_binding=True)  # compiler-level build cuts (buildspeed.py, pchwarm.py)
     # construct ModelNew in the build worker so builds in __init__ happen there (construct.py)
     build_construct: dict = _d(enabled=True, timeout_s=60, memory_gb=16, cuda_on_cpu=True)
@@ -96,14 +96,17 @@ class HarnessConfig:
             raise ValueError(f"harness.judge_device must be auto, cpu or cuda[:N], not {base.judge_device!r}")
         if base.model_mode not in MODEL_MODES:
             raise ValueError(f"harness.model_mode must be one of {list(MODEL_MODES)}, not {base.model_mode!r}")
-        if set(base.build_speed) - {"pch", "pch_cflags", "nvcc_threads", "split_launchers", "light_binding"}:
-            raise ValueError("harness.build_speed takes pch, pch_cflags, nvcc_threads, split_launchers and "
+        if set(base.build_speed) - {"pch", "pch_cflags", "pch_wait_s", "nvcc_threads", "split_launchers", "light_binding"}:
+            raise ValueError("harness.build_speed takes pch, pch_cflags, pch_wait_s, nvcc_threads, split_launchers and "
                              f"light_binding, not {sorted(base.build_speed)}")
         if base.build_speed.get("pch", "auto") not in ("auto", True, False):
             raise ValueError(f"harness.build_speed.pch must be auto, true or false, not {base.build_speed['pch']!r}")
         cf = base.build_speed.get("pch_cflags", [])
         if not (isinstance(cf, list) and all(isinstance(x, list) and all(isinstance(f, str) for f in x) for x in cf)):
             raise ValueError(f"harness.build_speed.pch_cflags must be a list of flag lists, not {cf!r}")
+        w = base.build_speed.get("pch_wait_s", 0)
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0:
+            raise ValueError(f"harness.build_speed.pch_wait_s must be seconds >= 0, not {w!r}")
         bad = sorted(set(base.precision) - {"matmul_tf32", "cudnn_tf32"})
         if bad or not all(isinstance(v, bool) for v in base.precision.values()):
             raise ValueError(f"harness.precision takes matmul_tf32 and cudnn_tf32 (true/false), not {base.precision!r}")
@@ -148,8 +151,14 @@ class HarnessConfig:
     def n_resident(self, device: str) -> int:
         """Candidates resident (loaded, in trials or timing) on one slot at once."""
         if self.resident == "auto":
-            return 4 if device == "cuda" else 2
+            return 6 if device == "cuda" else 2
         return max(1, int(self.resident))
+
+    def n_profiler_spares(self, device: str) -> int:
+        """Warm profiler workers per slot: each resident candidate takes one when it starts."""
+        if self.profiler_spares == "auto":
+            return self.n_resident(device)
+        return max(1, int(self.profiler_spares))
 
     def n_reference_workers(self, device: str) -> int:
         """Reference processes (tasks prepared in parallel)."""

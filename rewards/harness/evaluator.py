@@ -296,6 +296,20 @@ class _Slot:
                 self.ev.timeline.append({"kind": "gpu", "slot": self.index, "what": what, "label": label,
                                          "start": t1, "end": t2})
 
+    def give_back(self, role: str, w: Worker, hello: cf.Future) -> None:
+        """An unused worker taken for ``role`` (it ran no candidate code): a spare again while the
+        role is short of spares; else dropped. One still starting is given back when it is up."""
+        if not hello.done():
+            hello.add_done_callback(lambda f: self.give_back(role, w, f))
+            return
+        if not hello.cancelled() and hello.exception() is None and w.alive():
+            w.hello = hello.result()  # read already: the next taker must not wait for another
+            with self._mu:
+                if len(self.spares[role]) < self.depth.get(role, 0):
+                    self.spares[role].appendleft(w)  # already warm: the next one taken
+                    return
+        self.ev._drop(w)
+
     def take(self, role: str = "candidate") -> Worker:
         with self._mu:
             q = self.spares[role]
@@ -366,6 +380,8 @@ class Evaluator:
         self._seals: cacheguard.BuildSeals | None = None
         self.cache_watch: cachewatch.Watch | None = None
         self.pch: dict = {"mode": "off"}  # the shared PCH (build_speed.pch): off | use, and its prebuild
+        self._pch_ready = threading.Event()  # set when the prebuild has ended (or none runs)
+        self._pch_ready.set()
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Evaluator:
@@ -378,7 +394,7 @@ class Evaluator:
         self.resident = self.cfg.n_resident(self.device)
         depth = {"candidate": self.resident}
         if self.device == "cuda" and self.cfg.profile:
-            depth["profiler"] = max(1, self.cfg.profiler_spares)
+            depth["profiler"] = self.cfg.n_profiler_spares(self.device)
         n_ref_spares = self.cfg.n_reference_spares(self.device)
         if n_ref_spares:  # renewed after every task's baseline: a warm one replaces it at once
             depth["reference"] = n_ref_spares
@@ -406,6 +422,7 @@ class Evaluator:
         self._build_pool = cf.ThreadPoolExecutor(self.n_build, thread_name_prefix="km-build")
         self._ref_pool = cf.ThreadPoolExecutor(n_ref, thread_name_prefix="km-ref")
         self._exec_pool = cf.ThreadPoolExecutor(n_exec * self.resident, thread_name_prefix="km-exec")
+        self._hello_pool = cf.ThreadPoolExecutor(n_exec * self.resident, thread_name_prefix="km-hello")
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
@@ -415,7 +432,7 @@ class Evaluator:
             cf.wait(pending)
         else:  # interrupted (Ctrl-C, a timeout): kill every worker now, running ones included
             self._closing = True  # no new stage or worker starts from here on
-            for p in (self._build_pool, self._ref_pool, self._exec_pool):
+            for p in (self._build_pool, self._ref_pool, self._exec_pool, self._hello_pool):
                 p.shutdown(wait=False, cancel_futures=True)
             main = threading.current_thread() is threading.main_thread()
             sigs = (signal.SIGINT, signal.SIGTERM) if main else ()
@@ -426,7 +443,7 @@ class Evaluator:
             finally:
                 for s, h in old.items():
                     signal.signal(s, h)
-        for p in (self._build_pool, self._ref_pool, self._exec_pool):
+        for p in (self._build_pool, self._ref_pool, self._exec_pool, self._hello_pool):
             p.shutdown(wait=True, cancel_futures=True)
         for w in self._live():
             self._drop(w)
@@ -483,15 +500,32 @@ class Evaluator:
             pchwarm.forget(self.cache)
             self.cache_watch.events.append({"time": time.time(), "found": found, "attributed": False, "suspects": 0})
         self.pch = {"mode": "use", "discarded": found}
-        sw = {k: v for k, v in self.cfg.build_speed.items() if k != "pch_cflags"}
+        sw = {k: v for k, v in self.cfg.build_speed.items() if k not in ("pch_cflags", "pch_wait_s")}
+        self._pch_ready.clear()
 
         def run():
             t0 = time.perf_counter()
-            got = pchwarm.prebuild(self.cache, sw, self.cfg.build_speed.get("pch_cflags", [[]]), self.cfg.cache_key_file,
-                                   arch=self.arch)
-            self.pch.update(got, prebuild_s=round(time.perf_counter() - t0, 1))
+            try:
+                got = pchwarm.prebuild(self.cache, sw, self.cfg.build_speed.get("pch_cflags", [[]]),
+                                       self.cfg.cache_key_file, arch=self.arch)
+                self.pch.update(got, prebuild_s=round(time.perf_counter() - t0, 1))
+            except Exception as e:  # builds go without it
+                self.pch.update(ok=False, errors=[f"{type(e).__name__}: {e}"[:300]])
+            finally:
+                self._pch_ready.set()
 
         threading.Thread(target=run, name="km-pch", daemon=True).start()
+
+    def _wait_pch(self, ph: dict) -> None:
+        """A build that would start while the shared PCHs are being made waits for them (up to
+        ``build_speed.pch_wait_s``): made on an idle machine in ~15 s, they cut every build about
+        in half, while builds started beside the prebuild went without them and slowed it down
+        (H200, a fresh cache: 2 of 24 builds used one, prebuild 65 s). Only a fresh cache waits."""
+        if self._pch_ready.is_set():
+            return
+        t0 = time.perf_counter()
+        self._pch_ready.wait(float(self.cfg.build_speed.get("pch_wait_s", 120)))
+        ph["pch_wait"] = round(time.perf_counter() - t0, 3)
 
     def build(self, candidate_source: str, fast_build: bool | None = None) -> EvalResult:
         """Build only (fills the cache): status ``compile_error``/``timeout``, else ``invalid``
@@ -609,6 +643,7 @@ class Evaluator:
         build's arch and the one GPU it may see (none for builds)."""
         speed = {**self.cfg.build_speed, "pch": "use" if self.pch["mode"] == "use" else False}
         speed.pop("pch_cflags", None)
+        speed.pop("pch_wait_s", None)
         env = {"TORCH_EXTENSIONS_DIR": os.path.join(self.cache, "ext"), "CUDA_VISIBLE_DEVICES": gpu or "",
                "KM_BUILD_SPEED": json.dumps(speed)}  # buildspeed.from_env
         if self.arch:
@@ -907,6 +942,7 @@ class Evaluator:
                        shared_namespace=self.cfg.shared_namespace, seed=self.cfg.seed,
                        construct=self.cfg.build_construct)
         crashed = None
+        self._wait_pch(ev["phases_s"])
         # a build worker that dies while constructing (a constructor that crashes only without a
         # GPU) must not make a compile error: build once more without constructing, as before
         for attempt in (job, {**job, "construct": {**(job.get("construct") or {}), "enabled": False}}):
@@ -984,6 +1020,9 @@ class Evaluator:
         w = slot.take()
         ph["take"] = time.perf_counter() - t0  # includes spawning the next spare
         phase, pw = "start", None
+        # the profiler worker is taken now and its start-up (CUPTI, 4-8 s) waited for beside the
+        # candidate's load and trials, not after its timing (H200: a median 3-4 s of slot time)
+        early = self._early_profiler(slot) if self.device == "cuda" and self.cfg.profile else None
         compiles: dict = {}  # per worker: its compiler runs (cumulative), the builds the pool missed
         label = self._label(ctx, src)
 
@@ -1050,9 +1089,9 @@ class Evaluator:
                 self._drop(w)  # timed and done: its GPU memory goes before the profiled run
                 holder: list[Worker] = []
                 try:
-                    self._profile(slot, job, src, ctx, ev, timed, holder)
+                    self._profile(slot, job, src, ctx, ev, timed, holder, early)
                 finally:
-                    pw = holder[0] if holder else None
+                    pw, early = (holder[0] if holder else None), None
         except PhaseTimeout as e:
             r.status, r.correct, r.error = "timeout", False, f"{phase} phase: {e}"
             ev["worker_restarts"] += 1
@@ -1072,25 +1111,43 @@ class Evaluator:
             for x in (w, pw):
                 if x is not None:
                     self._drop(x)
+            if early is not None:  # not profiled (incorrect, failed): it ran no candidate code
+                slot.give_back("profiler", early[0], early[1])
             ph["drop"] = time.perf_counter() - t0
 
-    def _profile(self, slot: _Slot, job: dict, src: str, ctx: dict, ev: dict, timed, holder: list) -> None:
+    def _early_profiler(self, slot: _Slot) -> tuple[Worker, cf.Future]:
+        """A profiler worker taken from the slot's spares and a future for its hello."""
+        pw = slot.take("profiler")
+        if getattr(pw, "hello", None) is not None:  # given back unused (Slot.give_back)
+            done: cf.Future = cf.Future()
+            done.set_result(pw.hello)
+            return pw, done
+        return pw, self._hello_pool.submit(ask, pw, None, self.cfg.timeouts_s.get("start", 120))
+
+    def _profile(self, slot: _Slot, job: dict, src: str, ctx: dict, ev: dict, timed, holder: list,
+                 early: tuple[Worker, cf.Future] | None = None) -> None:
         """The profiled run and ncu, after the candidate was judged and timed: a failure of either
         is the harness's instrumentation failing (hooks on a ScriptModule, CUPTI, ncu), so it is
         recorded as ``profiling_error`` and leaves status and timing as measured. The profiler
-        worker goes into ``holder`` (the caller drops it)."""
+        worker (``early``: taken when the candidate started, its hello awaited meanwhile) goes into
+        ``holder`` (the caller drops it)."""
         c, t, ph = self.cfg, self.cfg.timeouts_s, ev["phases_s"]
         label = self._label(ctx, src)
         with instrumentation(ev, "the profiled run"):
-            holder.append(slot.take("profiler"))
-            pw = holder[0]
-            hello = timed("profile_start", None, t.get("start", 120), pw)  # start and load beside other work
+            pw, hello_f = early or self._early_profiler(slot)
+            holder.append(pw)
+            t0 = time.perf_counter()
+            try:  # what is left of its start-up: the slot waits only for that
+                hello = hello_f.result()
+            finally:
+                ph["profile_start"] = time.perf_counter() - t0
             if isinstance(hello, dict) and hello.get("warm_up_error"):  # why a later profile op may fail
                 ev["profiler_warm_up_error"] = hello["warm_up_error"][:300]
             timed("profile_load", job, t["correctness"], pw)
-            with slot.exclusive(ph, "profile", label, pw):
-                prof = timed("profile", {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
-                                         "system": self._system_job(ctx["dtype"])}, t["timing"], pw)
+            with slot.exclusive(ph, "profile", label, pw):  # the run only: the trace is read after
+                timed("profile", {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
+                                  "system": self._system_job(ctx["dtype"]), "defer": True}, t["timing"], pw)
+            prof = timed("profile_summary", {"op": "profile_summary"}, t["timing"], pw)
             prof.pop("op_s", None)
             ev.update(prof)
         if "profiling_error" in ev:

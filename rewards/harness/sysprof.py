@@ -119,6 +119,12 @@ def warm_up() -> float:
 
 def capture(model, xs: list, calls: int, record_shapes: bool = True, scratch: str | None = None) -> dict:
     """Profile ``calls`` forwards; returns the event table and the module records."""
+    return export(record(model, xs, calls, record_shapes), scratch)
+
+
+def record(model, xs: list, calls: int, record_shapes: bool = True) -> dict:
+    """The part of ``capture`` that runs on the GPU (the only part that must be alone on it):
+    the profiled forwards, the profiler stopped. ``export`` turns it into the event table."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -136,10 +142,16 @@ def capture(model, xs: list, calls: int, record_shapes: bool = True, scratch: st
             finally:
                 if ann:
                     ann.__exit__(None, None, None)
+    return {"prof": prof, "modules": ann.modules if ann else {}, "calls": calls, "capture_s": time.perf_counter() - t0}
+
+
+def export(rec: dict, scratch: str | None = None) -> dict:
+    """``record``'s profiler written out and trimmed (host work only: the trace of a big model
+    took seconds to write and parse on the H200 host)."""
     path = os.path.join(scratch or os.getcwd(), "trace.json")
-    prof.export_chrome_trace(path)
-    return {"events": trim_events(path), "modules": ann.modules if ann else {}, "calls": calls,
-            "trace_path": path, "capture_s": time.perf_counter() - t0}
+    rec["prof"].export_chrome_trace(path)
+    return {"events": trim_events(path), "modules": rec["modules"], "calls": rec["calls"],
+            "trace_path": path, "capture_s": rec["capture_s"]}
 
 
 def _ranged(model):

@@ -224,17 +224,48 @@ class Candidate:
         return r
 
     def profile(self, job: dict) -> dict:
-        return profile_model(self.model, _devcopy(job["sets"][0], self.device), job["calls"],
-                             kernels.declared_kernels(self.build["cuda_sources"]), job.get("system"))
+        """The profiled run. ``defer``: only the run (the part that must be alone on the GPU);
+        the ``profile_summary`` op that follows writes and reads the trace, after the lock."""
+        declared = kernels.declared_kernels(self.build["cuda_sources"])
+        rec = profile_record(self.model, _devcopy(job["sets"][0], self.device), job["calls"], job.get("system"))
+        if job.get("defer"):
+            self.deferred = (rec, declared, job["calls"], job.get("system"))
+            return {"deferred": True}
+        return profile_summary(rec, declared, job["calls"], job.get("system"))
+
+    def profile_summary(self) -> dict:
+        deferred, self.deferred = getattr(self, "deferred", None), None
+        if deferred is None:
+            raise RuntimeError("profile_summary without a deferred profile op before it")
+        return profile_summary(*deferred)
 
 
 def profile_model(model, xs: list, calls: int, declared: list[str], system: dict | None = None) -> dict:
+    return profile_summary(profile_record(model, xs, calls, system), declared, calls, system)
+
+
+def profile_record(model, xs: list, calls: int, system: dict | None = None) -> dict:
+    """The profiled forwards on the GPU, the profiler stopped; nothing written or parsed yet."""
     from torch.profiler import ProfilerActivity, profile
 
     if system:  # the same run, plus module ranges and shapes for the system-level profile
         from rewards.harness import sysprof
 
-        cap = sysprof.capture(model, xs, calls, system.get("record_shapes", True))
+        return sysprof.record(model, xs, calls, system.get("record_shapes", True))
+    with torch.no_grad():
+        model(*xs)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            kernels.bracketed_calls(model, xs, calls)
+    return {"prof": prof}
+
+
+def profile_summary(rec: dict, declared: list[str], calls: int, system: dict | None = None) -> dict:
+    """``profile_record``'s trace written, read and summarized (host work)."""
+    if system:
+        from rewards.harness import sysprof
+
+        cap = sysprof.export(rec)
         out = kernels.summarize_trace(cap["trace_path"], declared, calls)
         out["declared_kernels"] = declared
         out["system_profile"] = sysprof.summarize(cap["events"], calls, cap["modules"], declared, **system["summary"])
@@ -242,14 +273,8 @@ def profile_model(model, xs: list, calls: int, declared: list[str], system: dict
         if system.get("keep_events"):
             out["system_events"] = {"events": cap["events"], "modules": cap["modules"], "calls": calls}
         return out
-
-    with torch.no_grad():
-        model(*xs)
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            kernels.bracketed_calls(model, xs, calls)
     path = os.path.join(os.getcwd(), "trace.json")
-    prof.export_chrome_trace(path)
+    rec["prof"].export_chrome_trace(path)
     out = kernels.summarize_trace(path, declared, calls)
     out["declared_kernels"] = declared
     return out
@@ -419,6 +444,8 @@ def main() -> None:
                 res = state["cand"].time(job)
             elif op == "profile":
                 res = state["cand"].profile(job)
+            elif op == "profile_summary":
+                res = state["cand"].profile_summary()
             elif op == "size":
                 res = Reference.size(job)
             elif op == "prepare":
