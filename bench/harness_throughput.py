@@ -18,10 +18,14 @@ across both configurations, one of each building style: it shares nothing betwee
 reference reuse, no build of one serves another), so its rate per candidate is the same for both
 configurations, and its serial builds of ``__init__``-time extensions make a full run of it the
 longest part of the bench; both of its stages scale with the number of candidates. ``--warm`` runs
-each synthetic configuration a second time on the same candidates with only the references'
-baselines and the shared PCHs kept from the first run (builds and reference outputs start fresh): the steady state of
-a training run, whose later steps evaluate tasks measured in its first; KernelBench's batch recipe
-reads precomputed reference timings the same way (``--kb-no-ref-timing`` runs it so).
+each synthetic configuration a second time on the same candidates in a new evaluator with only
+the references' baselines and the shared PCHs kept from the first run (builds and reference
+outputs start fresh): a later run on the same machine. ``--steady`` submits, once a configuration's
+batch has finished, a second batch of other candidates for the same tasks (another salt: every
+build fresh) to the same evaluator: what each step of a training run sees, since its reward keeps
+one evaluator for the whole run (train/skill_reward.py), with workers up, references prepared and
+PCHs made. KernelBench's batch recipe reads precomputed reference timings the same way
+(``--kb-no-ref-timing`` runs it so).
 
 Printed per configuration and evaluator: candidates, correct, wall, candidates per minute, the
 ratio harness / KernelBench, median build time of fresh builds, GPU-lock held time per candidate
@@ -51,6 +55,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,44 +139,61 @@ def length(windows: list[tuple[float, float]]) -> float:
 # ----------------------------------------------------------------------------- the harness side
 
 
-def run_harness(name: str, work: list, cfg: dict, deadline: float, sampler: GpuSampler, group: str) -> dict:
+def run_harness(name: str, work: list, cfg: dict, deadline: float, sampler: GpuSampler, group: str,
+                then: tuple[str, list, Callable[[], float]] | None = None) -> list[dict]:
     """Every (task, source, meta) of ``work`` submitted at once to a fresh Evaluator; stops at
-    ``deadline`` (perf_counter). Returns the figures and one record per finished candidate."""
+    ``deadline`` (perf_counter). ``then``: (name, work, deadline function) of a second batch
+    submitted to the same evaluator once the first has finished (``--steady``). Returns a row per
+    batch: the figures and one record per finished candidate."""
     from rewards.harness import Evaluator
 
     t0 = time.perf_counter()
-    recs: list[dict] = []
-    held_iv: list[tuple[float, float]] = []
-    cut = False
+    rows: list[dict] = []
     ev = Evaluator(cfg)
+    batches = [(name, work, lambda: deadline)] + ([then] if then else [])
     try:
         with ev:
             log(f"[{name} {time.perf_counter() - t0:6.1f}s] harness up: {ev.n_build} concurrent builds; "
                 f"{len(work)} candidates submitted")
-            subs = {}
-            for task, src, meta in work:
-                subs[ev.submit(task, src)] = (task, meta, time.perf_counter())
-            pending = set(subs)
-            while pending:
-                left = deadline - time.perf_counter()
-                if left <= 0:
-                    raise Deadline
-                done, pending = cf.wait(pending, timeout=min(left, 5.0), return_when=cf.FIRST_COMPLETED)
-                for f in done:
-                    task, meta, t_sub = subs[f]
-                    recs.append(_record(f, task, meta, t_sub, time.perf_counter()))
-                    r = recs[-1]
-                    log(f"[{name} {time.perf_counter() - t0:6.1f}s] {len(recs)}/{len(work)} {task.id} {meta}: "
-                        f"{r['status']} build_s={r['build_s']} held={r['gpu_held_s']} runtime_us={r['runtime_us']}"
-                        + (f" error={r['error'][:200]}" if r.get("error") else ""))
-            wall = time.perf_counter() - t0
-            held_iv = [(e["start"], e["end"]) for e in getattr(ev, "timeline", []) or [] if e.get("kind") == "gpu"]
-            timings = list(ev.task_timings)
+            for bname, bwork, bdeadline in batches:
+                tb = t0 if not rows else time.perf_counter()  # the first batch pays the evaluator's start
+                rows.append(_batch(ev, bname, bwork, tb, bdeadline(), sampler, group))
+                if rows[-1]["cut"]:
+                    raise Deadline  # the evaluator kills what is still running
     except Deadline:
-        cut, wall, timings = True, time.perf_counter() - t0, list(ev.task_timings)
-        log(f"[{name}] deadline: {len(recs)} of {len(work)} finished; the rest is cancelled")
-    return {**summarize_harness(name, recs, len(work), wall, cut, held_iv, timings, sampler), "group": group,
-            "pch": dict(ev.pch), "host_peak_gb": round(ev.host.peak / 1e9, 2)}
+        for _, _, bdeadline in batches[len(rows):]:
+            bdeadline()  # its share of the deadline goes to the stages after it
+    return rows
+
+
+def _batch(ev, name: str, work: list, t0: float, deadline: float, sampler: GpuSampler, group: str) -> dict:
+    """One batch on a running evaluator, from ``t0`` to its last candidate (or the deadline)."""
+    recs: list[dict] = []
+    n_timings = len(ev.task_timings)  # references this batch prepares (a steady batch: few or none)
+    subs = {}
+    for task, src, meta in work:
+        subs[ev.submit(task, src)] = (task, meta, time.perf_counter())
+    pending, cut = set(subs), False
+    while pending:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            cut = True
+            log(f"[{name}] deadline: {len(recs)} of {len(work)} finished; the rest is cancelled")
+            break
+        done, pending = cf.wait(pending, timeout=min(left, 5.0), return_when=cf.FIRST_COMPLETED)
+        for f in done:
+            task, meta, t_sub = subs[f]
+            recs.append(_record(f, task, meta, t_sub, time.perf_counter()))
+            r = recs[-1]
+            log(f"[{name} {time.perf_counter() - t0:6.1f}s] {len(recs)}/{len(work)} {task.id} {meta}: "
+                f"{r['status']} build_s={r['build_s']} held={r['gpu_held_s']} runtime_us={r['runtime_us']}"
+                + (f" error={r['error'][:200]}" if r.get("error") else ""))
+    wall = time.perf_counter() - t0
+    held_iv = [(e["start"], e["end"]) for e in getattr(ev, "timeline", []) or []
+               if e.get("kind") == "gpu" and e["start"] >= t0]
+    timings = list(ev.task_timings)[n_timings:]
+    return {**summarize_harness(name, recs, len(work), wall, cut, [] if cut else held_iv, timings, sampler),
+            "group": group, "pch": dict(ev.pch), "host_peak_gb": round(ev.host.peak / 1e9, 2)}
 
 
 def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict:
@@ -435,6 +457,9 @@ def parse(argv: list[str] | None):
     ap.add_argument("--warm", action="store_true",
                     help="also run each synthetic configuration again with its references' baselines cached (a fresh "
                          "build cache; the first run's baselines, shared PCHs and MAC key copied): a training run's later steps")
+    ap.add_argument("--steady", action="store_true",
+                    help="after each synthetic configuration, submit other candidates for its tasks (fresh builds) to the "
+                         "same evaluator: what every step of a training run sees (one evaluator for the run)")
     ap.add_argument("--cv", action="store_true", help="also evaluate one candidate --cv-reps times: runtime CV")
     ap.add_argument("--cv-reps", type=int, default=None, help="default 8 (dry 2)")
     ap.add_argument("--real", type=Path, help="a KernelBench run directory of real programs")
@@ -480,6 +505,8 @@ def main(argv: list[str] | None = None) -> int:
 
     hcfg = HarnessConfig.from_mapping(cfg_for("parse"))
     jobs = [(name, work, "synthetic") for name, work in synthetic_configs(a, salt)]
+    # --steady: other candidates for the same tasks (another salt: built afresh); dry runs share one source
+    steady_work = dict(synthetic_configs(a, salt if a.dry else salt + "s")) if a.steady else {}
     notes: list[str] = []
     if a.real:
         refs = a.real_refs or a.real.resolve().parents[1]
@@ -494,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     stages = []
     compare = parse_overrides(a.compare)[0] if a.compare else None
     for group in ("synthetic", "real"):
-        n = sum(g == group for _, _, g in jobs) * (1 + (bool(compare) + a.warm) * (group == "synthetic"))
+        n = sum(g == group for _, _, g in jobs) * (1 + (bool(compare) + a.warm + a.steady) * (group == "synthetic"))
         stages += [4.0] * n + ([2.0] if n and a.kb_n else [])
     stages += [1.0] if a.cv else []
     sampler = GpuSampler()
@@ -511,17 +538,21 @@ def main(argv: list[str] | None = None) -> int:
         for group in ("synthetic", "real"):
             mine = [(name, work) for name, work, g in jobs if g == group]
             for name, work in mine:
-                rows.append(run_harness(name, work, cfg_for(name), share(), sampler, group))
+                if jobs and name != jobs[0][0]:  # the first configuration made the PCHs
+                    seed_pch(cfg_for(jobs[0][0])["cache_dir"], cfg_for(name)["cache_dir"])
+                then = (f"{name} {STEADY}", steady_work[name], share) if a.steady and group == "synthetic" else None
+                rows += run_harness(name, work, cfg_for(name), share(), sampler, group, then)
                 if compare and group == "synthetic":  # second: whatever warmed up in the first helps it
                     alt = f"{name} {' '.join(a.compare)}"
                     cache = {"cache_dir": os.path.join(tmp, "compare_" + name.replace("/", "_"))}  # builds again, even dry
-                    rows.append(run_harness(alt, work, deep_merge(deep_merge(cfg_for(alt), compare), cache), share(),
-                                            sampler, group))
+                    seed_pch(cfg_for(jobs[0][0])["cache_dir"], cache["cache_dir"])
+                    rows += run_harness(alt, work, deep_merge(deep_merge(cfg_for(alt), compare), cache), share(),
+                                        sampler, group)
                 if a.warm and group == "synthetic":
                     warm = f"{name} {WARM}"
                     cfg = cfg_for(warm)
                     warm_cache(cfg_for(name)["cache_dir"], cfg["cache_dir"])
-                    rows.append(run_harness(warm, work, cfg, share(), sampler, group))
+                    rows += run_harness(warm, work, cfg, share(), sampler, group)
             if mine and a.kb_n:  # KernelBench has nothing to share between candidates: one sample per group
                 sub = kb_salted(kb_sample([w for _, w in mine], a.kb_n), salt)
                 root = kb_root if a.dry else os.path.join(kb_root, group)
@@ -546,17 +577,31 @@ def main(argv: list[str] | None = None) -> int:
 
 
 WARM = "baselines cached"
+STEADY = "steady"
 
 
 def warm_cache(cold: str, warm: str) -> None:
     """A cache holding what a training run's later steps find there: the references' baselines,
     the shared PCHs (made once per machine and torch) and the MAC key that signs both. The
     candidates' builds, reference outputs and everything else start fresh."""
-    if os.path.abspath(cold) == os.path.abspath(warm):
+    _copy(cold, warm, ("baselines", *PCH_STATE))
+
+
+PCH_STATE = (".keys", os.path.join("buildspeed", "pch"), os.path.join("seals", "pch"))
+
+
+def seed_pch(first: str, later: str) -> None:
+    """The shared PCHs (and the MAC key sealing them) of the first configuration's cache, copied
+    into a later configuration's fresh cache: a machine makes them once, not once per batch."""
+    _copy(first, later, PCH_STATE)
+
+
+def _copy(src: str, dst: str, subs: tuple) -> None:
+    if os.path.abspath(src) == os.path.abspath(dst):
         return  # a dry run's one shared cache
-    for sub in ("baselines", ".keys", os.path.join("buildspeed", "pch"), os.path.join("seals", "pch")):
-        if os.path.isdir(os.path.join(cold, sub)):
-            shutil.copytree(os.path.join(cold, sub), os.path.join(warm, sub), dirs_exist_ok=True)
+    for sub in subs:
+        if os.path.isdir(os.path.join(src, sub)):
+            shutil.copytree(os.path.join(src, sub), os.path.join(dst, sub), dirs_exist_ok=True)
 
 
 def _cv_candidate(jobs, a, salt: str, device: str):

@@ -136,7 +136,7 @@ def test_dry_run_end_to_end(tmp_path):
     """Two configurations, the real-program mode and the CV check on CPU (2 C++ builds): every
     printed figure is recomputed here from the per-candidate records of that run."""
     out = tmp_path / "out.txt"
-    p = subprocess.run([sys.executable, "bench/harness_throughput.py", "--dry", "--cv", "--warm", "--configs", "1,2",
+    p = subprocess.run([sys.executable, "bench/harness_throughput.py", "--dry", "--cv", "--warm", "--steady", "--configs", "1,2",
                         "--real", str(_corpus(tmp_path)), "--out", str(out)],
                        cwd=ROOT, capture_output=True, text=True, timeout=1500)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -144,6 +144,7 @@ def test_dry_run_end_to_end(tmp_path):
     rows = {(r["config"], r["evaluator"]): r for r in fig["rows"]}
     assert set(rows) == {("1/task", "harness"), ("2/task", "harness"), ("real", "harness"),
                          ("1/task baselines cached", "harness"), ("2/task baselines cached", "harness"),
+                         ("1/task steady", "harness"), ("2/task steady", "harness"),
                          ("synthetic", "kernelbench-batch"), ("real", "kernelbench-batch")}
     for (conf, ev), r in rows.items():
         want = {"1/task": 2, "2/task": 2, "synthetic": 2, "real": 1}[conf.split(" ")[0]]  # --kb-n 2 when dry

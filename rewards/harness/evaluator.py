@@ -399,11 +399,15 @@ class Evaluator:
         if n_ref_spares:  # renewed after every task's baseline: a warm one replaces it at once
             depth["reference"] = n_ref_spares
         self._all_slots = [_Slot(self, i, g, depth) for i, g in enumerate(gpus)]
+        if self.device == "cuda" and self.arch is None:  # the builds' one arch: the first slot's GPU
+            self.arch = "{}.{}".format(*torch.cuda.get_device_capability(0))  # (the parent judges on it anyway)
+        self.n_build = self.cfg.n_build_workers()
+        self._build_spares: queue.Queue[Worker] = queue.Queue()
+        if self.device == "cuda":  # first: builds are the first stage. Started after the slot's spares,
+            self._fill_build_spares()  # the first wave waited 10-13 s for its workers (H200, 28 starting)
         first = _RefWorker(self._all_slots[0])
         self.info = ask(first.w, None, self.cfg.timeouts_s.get("start", 120))
         first.greeted = True
-        if self.device == "cuda" and self.arch is None:
-            self.arch = self.info.get("capability")
         self._slots: queue.Queue[_Slot] = queue.Queue()
         for s in self._all_slots:
             s.warm()
@@ -415,10 +419,6 @@ class Evaluator:
         self._refs.put(first)
         for i in range(1, n_ref):
             self._refs.put(_RefWorker(self._all_slots[i % len(self._all_slots)]))
-        self.n_build = self.cfg.n_build_workers()
-        self._build_spares: queue.Queue[Worker] = queue.Queue()
-        if self.device == "cuda":  # warm now, beside the references: the first wave of builds
-            self._fill_build_spares()  # waited a median 11 s for workers started on demand (H200)
         self._build_pool = cf.ThreadPoolExecutor(self.n_build, thread_name_prefix="km-build")
         self._ref_pool = cf.ThreadPoolExecutor(n_ref, thread_name_prefix="km-ref")
         self._exec_pool = cf.ThreadPoolExecutor(n_exec * self.resident, thread_name_prefix="km-exec")
