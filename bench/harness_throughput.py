@@ -524,6 +524,10 @@ def main(argv: list[str] | None = None) -> int:
         n = sum(g == group for _, _, g in jobs) * (1 + (bool(compare) + a.warm + a.steady) * (group == "synthetic"))
         stages += [4.0] * n + ([2.0] if n and a.kb_n else [])
     stages += [1.0] if a.cv else []
+    machine = os.path.join(tmp, "machine")  # what a machine keeps between runs: the shared PCHs
+    pch_note = make_pch(hcfg, device, machine)
+    if pch_note:
+        notes.insert(0, pch_note)
     sampler = GpuSampler()
     rows: list[dict] = []
     cv = None
@@ -538,14 +542,13 @@ def main(argv: list[str] | None = None) -> int:
         for group in ("synthetic", "real"):
             mine = [(name, work) for name, work, g in jobs if g == group]
             for name, work in mine:
-                if jobs and name != jobs[0][0]:  # the first configuration made the PCHs
-                    seed_pch(cfg_for(jobs[0][0])["cache_dir"], cfg_for(name)["cache_dir"])
+                seed_pch(machine, cfg_for(name)["cache_dir"])
                 then = (f"{name} {STEADY}", steady_work[name], share) if a.steady and group == "synthetic" else None
                 rows += run_harness(name, work, cfg_for(name), share(), sampler, group, then)
                 if compare and group == "synthetic":  # second: whatever warmed up in the first helps it
                     alt = f"{name} {' '.join(a.compare)}"
                     cache = {"cache_dir": os.path.join(tmp, "compare_" + name.replace("/", "_"))}  # builds again, even dry
-                    seed_pch(cfg_for(jobs[0][0])["cache_dir"], cache["cache_dir"])
+                    seed_pch(machine, cache["cache_dir"])
                     rows += run_harness(alt, work, deep_merge(deep_merge(cfg_for(alt), compare), cache), share(),
                                         sampler, group)
                 if a.warm and group == "synthetic":
@@ -585,6 +588,24 @@ def warm_cache(cold: str, warm: str) -> None:
     the shared PCHs (made once per machine and torch) and the MAC key that signs both. The
     candidates' builds, reference outputs and everything else start fresh."""
     _copy(cold, warm, ("baselines", *PCH_STATE))
+
+
+def make_pch(hcfg, device: str, machine: str) -> str | None:
+    """The shared PCHs, made once before the configurations and copied into each one's fresh
+    cache (``seed_pch``): a machine makes them on its first run and keeps them (the cache
+    persists); made per configuration, every cold row was charged ~60 s of it. The time it took
+    is printed beside the figures."""
+    from rewards.harness import pchwarm
+
+    if not hcfg.pch_wanted(device):
+        return None
+    t0 = time.perf_counter()
+    sw = {k: v for k, v in hcfg.build_speed.items() if k not in ("pch_cflags", "pch_wait_s")}
+    arch = "{}.{}".format(*torch.cuda.get_device_capability(0)) if device == "cuda" else None
+    got = pchwarm.prebuild(machine, sw, hcfg.build_speed.get("pch_cflags", [[]]), None, arch=arch)
+    return (f"shared PCHs made once before the configurations (a machine's first run pays this once, "
+            f"not counted in the rows): {time.perf_counter() - t0:.1f} s, {got['sealed']} sealed"
+            + (f", errors {got['errors']}" if got["errors"] else ""))
 
 
 PCH_STATE = (".keys", os.path.join("buildspeed", "pch"), os.path.join("seals", "pch"))
