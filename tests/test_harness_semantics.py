@@ -5,6 +5,7 @@ The fast tests call the pure pieces; the slow ones run the real harness (spawned
 small tasks written here, each hack-or-quirk case next to a legitimate twin.
 """
 
+import concurrent.futures as cf
 import contextlib
 import doctest
 import textwrap
@@ -149,12 +150,19 @@ class _FakeSlot:
         return contextlib.nullcontext([])
 
 
-def _profile_with(timed_fn):
+def _early(hello=None, exc=None):
+    """A profiler worker taken when the candidate started, with its hello (or its start failing)."""
+    f = cf.Future()
+    f.set_exception(exc) if exc is not None else f.set_result(hello or {})
+    return object(), f
+
+
+def _profile_with(timed_fn, early=None):
     ev = Evaluator({"device": "cpu"})  # not entered: no workers; _profile is called directly
     r = EvalResult(status="ok", compiled=True, correct=True, runtime_us=12.0)
     e, holder = {"phases_s": {}}, []
     ctx = {"sets": [([torch.zeros(1)], [])], "dtype": "float32", "task_source": "", "overrides": {}}
-    ev._profile(_FakeSlot(), {}, "src", ctx, e, timed_fn, holder)
+    ev._profile(_FakeSlot(), {}, "src", ctx, e, timed_fn, holder, early or _early())
     return r, e, holder
 
 
@@ -179,9 +187,26 @@ def test_profiler_death_and_timeout_are_instrumentation_errors_too():
         assert type(exc).__name__ in e["profiling_error"]
 
 
+def test_a_profiler_worker_that_fails_to_start_is_a_profiling_error():
+    calls = []
+
+    def timed(name, job, limit, who=None):
+        calls.append(name)
+        return {}
+    r, e, holder = _profile_with(timed, _early(exc=evmod.WorkerDied("exited during start-up")))
+    assert "WorkerDied" in e["profiling_error"] and calls == [] and len(holder) == 1
+    assert r.status == "ok" and "profile_start" in e["phases_s"]
+
+
+def test_a_warm_up_error_in_the_profiler_hello_is_kept_as_evidence():
+    _, e, _ = _profile_with(lambda *a, **k: {}, _early({"warm_up_error": "CUPTI_ERROR_NOT_INITIALIZED"}))
+    assert e["profiler_warm_up_error"] == "CUPTI_ERROR_NOT_INITIALIZED" and "profiling_error" not in e
+
+
 def test_clean_profile_records_no_error():
-    _, e, _ = _profile_with(lambda name, job, limit, who=None: {"kernels": [], "op_s": 1.0} if name == "profile" else {})
-    assert "profiling_error" not in e and e["kernels"] == []
+    _, e, _ = _profile_with(lambda name, job, limit, who=None:
+                            {"kernels": [], "op_s": 1.0} if name == "profile_summary" else {})
+    assert "profiling_error" not in e and e["kernels"] == [] and "op_s" not in e
 
 
 # -- the real harness on CPU -------------------------------------------------------------------
@@ -466,14 +491,14 @@ def test_ncu_failure_is_a_profiling_error_not_a_verdict(monkeypatch):
     def timed(name, job, limit, who=None):
         calls.append(name)
         return {"system_profile": {"top_kernels": [{"base": "k", "share": 1.0, "mean_us": 50.0, "calls": 1}]}} \
-            if name == "profile" else {}
+            if name == "profile_summary" else {}
     e, holder = {"phases_s": {}}, []
     ctx = {"sets": [([torch.zeros(1)], [])], "dtype": "float32", "task_source": "", "overrides": {}}
-    ev._profile(_FakeSlot(), {}, "src", ctx, e, timed, holder)
-    assert calls == ["profile_start", "profile_load", "profile"]
+    ev._profile(_FakeSlot(), {}, "src", ctx, e, timed, holder, _early())
+    assert calls == ["profile_load", "profile", "profile_summary"]
     assert e["profiling_error"].startswith("ncu failed") and "ERR_NVGPUCTRPERM" in e["profiling_error"]
     assert e["kernel_profile"]["status"] == "failed" and "system_profile" in e  # what was measured stays
     monkeypatch.setattr(ncuprof, "profile", lambda *a, **k: {"status": "unavailable", "reason": "ncu not found"})
     e = {"phases_s": {}}
-    ev._profile(_FakeSlot(), {}, "src", ctx, e, timed, [])
+    ev._profile(_FakeSlot(), {}, "src", ctx, e, timed, [], _early())
     assert "profiling_error" not in e  # no ncu on the machine is not a failure
