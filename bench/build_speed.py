@@ -15,7 +15,7 @@ build pool runs them), one recipe after the other:
 - ``orig``: the candidate's arguments unchanged (fast_build off, no compiler wrappers);
 - ``fast``: ``harness.fast_build`` (lighter headers in CUDA units, with fallback) and
   ``harness.build_speed`` (launchers split out of the ``.cu``, light headers for the binding
-  unit, nvcc threads; the PCH with ``--pch 1``).
+  unit, nvcc threads, the shared PCH as GPU runs of the harness use it; ``--pch 0`` without).
 
 The fast recipe's PCH is built once before timing (its one-time cost is printed), as the build
 cache keeps it for every later build. Prints median and p90 wall seconds per recipe, the ratio,
@@ -173,7 +173,7 @@ def main() -> int:
     ap.add_argument("--corpus", default=CORPUS)
     ap.add_argument("--recipes", default="orig,fast")
     ap.add_argument("--cuda-home", default=None, help="CUDA to compile with when torch has none (CPU torch)")
-    ap.add_argument("--pch", type=int, default=0, help="1: also the shared PCH (off by default in the harness)")
+    ap.add_argument("--pch", type=int, default=1, help="0: without the shared PCH (on by default in GPU runs of the harness)")
     ap.add_argument("--nvcc-threads", type=int, default=4)
     ap.add_argument("--split", type=int, default=1, help="split_launchers (1/0)")
     ap.add_argument("--light", type=int, default=1, help="light_binding (1/0)")
