@@ -9,6 +9,7 @@ The fast tests drive the pieces with plain processes; the slow ones run the real
 """
 
 import collections
+import concurrent.futures as cf
 import subprocess
 import sys
 import threading
@@ -126,6 +127,69 @@ def test_a_candidate_that_writes_to_its_socket_is_still_stopped():
             assert stopped == [dodger] and _state(dodger.proc.pid) == "T" and _state(spare.proc.pid) != "T"
     finally:
         _end(dodger, spare)
+
+
+def _giving_slot(depth: int):
+    dropped = []
+    ev = types.SimpleNamespace(timeline=collections.deque(), _drop=dropped.append)
+    return evmod._Slot(ev, 0, None, {"profiler": depth}), dropped
+
+
+def _hello(result=None, exc=None):
+    f = cf.Future()
+    f.set_exception(exc) if exc is not None else f.set_result(result)
+    return f
+
+
+def test_an_unused_profiler_worker_is_given_back_warm_and_taken_first():
+    """A candidate that is not profiled (incorrect, failed) gives its early profiler worker back:
+    it becomes the next spare taken, its hello kept, and the slot's pause leaves it alone."""
+    w, other = _answering_worker(0.0), _answering_worker(30)
+    slot, dropped = _giving_slot(depth=2)
+    slot.spares["profiler"].append(other)
+    slot.members.update([w, other])
+    slot.warm = lambda: None  # no real spawning here
+    try:
+        w.conn.recv_bytes()  # its hello, read by the taker (ask): the socket shows nothing now
+        slot.give_back("profiler", w, _hello({"pid": 1}))
+        assert list(slot.spares["profiler"]) == [w, other] and w.hello == {"pid": 1} and dropped == []
+        with slot.exclusive({}, "time", "t/x") as stopped:  # idle and warm: not paused
+            assert w not in stopped and other in stopped  # `other` never sent its hello yet
+        ev = types.SimpleNamespace(_hello_pool=None, cfg=types.SimpleNamespace(timeouts_s={}))
+        pw, f = evmod.Evaluator._early_profiler(ev, slot)
+        assert pw is w and f.done() and f.result() == {"pid": 1}  # no second hello awaited
+    finally:
+        _end(w, other)
+
+
+def test_a_given_back_worker_is_dropped_when_spares_are_full_failed_or_dead():
+    w1, w2, w3 = _answering_worker(0.0), _answering_worker(0.0), _answering_worker(0.0)
+    slot, dropped = _giving_slot(depth=1)
+    try:
+        slot.give_back("profiler", w1, _hello({}))
+        slot.give_back("profiler", w2, _hello({}))  # the role has its spare: this one goes
+        slot.give_back("profiler", w3, _hello(exc=evmod.WorkerDied("exited during start-up")))
+        assert list(slot.spares["profiler"]) == [w1] and dropped == [w2, w3]
+        slot.spares["profiler"].clear()
+        w1.proc.kill()
+        w1.proc.wait()
+        slot.give_back("profiler", w1, _hello({}))  # dead: dropped, even with room
+        assert dropped == [w2, w3, w1] and not slot.spares["profiler"]
+    finally:
+        _end(w1, w2, w3)
+
+
+def test_a_worker_still_starting_is_given_back_when_its_hello_arrives():
+    w = _answering_worker(0.0)
+    slot, dropped = _giving_slot(depth=1)
+    pending = cf.Future()
+    try:
+        slot.give_back("profiler", w, pending)
+        assert not slot.spares["profiler"] and dropped == []  # not yet
+        pending.set_result({"warm": True})
+        assert list(slot.spares["profiler"]) == [w] and w.hello == {"warm": True}
+    finally:
+        _end(w)
 
 
 def test_a_second_holder_waits_and_its_wait_is_counted():

@@ -253,16 +253,17 @@ class _Slot:
     def quiet(self, exempt: Worker | None = None):
         """Hold every other worker of this device stopped while the caller times something on
         it: warming spares (CUDA init, CUPTI start-up), candidates loading or running trials,
-        references preparing. An idle spare (its hello sent) is left alone; a worker that ran
-        candidate code is stopped whatever its socket shows (the candidate can write to it).
-        Call with ``lock`` held."""
+        references preparing. An idle spare (its hello sent, or read already by a taker that
+        gave it back) is left alone; a worker that ran candidate code is stopped whatever its
+        socket shows (the candidate can write to it). Call with ``lock`` held."""
         with self._mu:
             others = [w for w in self.members if w is not exempt]
             spares = {id(w) for q in self.spares.values() for w in q}
         stopped = []
         for w in others:
             try:
-                if w.alive() and not (id(w) in spares and w.conn.poll(0)):
+                idle = id(w) in spares and (getattr(w, "hello", None) is not None or w.conn.poll(0))
+                if w.alive() and not idle:
                     os.kill(w.proc.pid, signal.SIGSTOP)
                     PAUSES.stop(w)
                     stopped.append(w)
