@@ -192,7 +192,7 @@ def _batch(ev, name: str, work: list, t0: float, deadline: float, sampler: GpuSa
     held_iv = [(e["start"], e["end"]) for e in getattr(ev, "timeline", []) or []
                if e.get("kind") == "gpu" and e["start"] >= t0]
     timings = list(ev.task_timings)[n_timings:]
-    return {**summarize_harness(name, recs, len(work), wall, cut, [] if cut else held_iv, timings, sampler),
+    return {**summarize_harness(name, recs, len(work), wall, cut, [] if cut else held_iv, timings, sampler, t0),
             "group": group, "pch": dict(ev.pch), "host_peak_gb": round(ev.host.peak / 1e9, 2)}
 
 
@@ -214,7 +214,7 @@ def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict
             "t_ready": ready if r.compiled else None, "t_done": t_done}
 
 
-def summarize_harness(name, recs, n, wall, cut, held_iv, timings, sampler) -> dict:
+def summarize_harness(name, recs, n, wall, cut, held_iv, timings, sampler, t0: float | None = None) -> dict:
     builds = [r["build_s"] for r in recs if r["build_s"] is not None and not r["cache_hit"]]
     queued = union([(r["t_ready"], r["t_done"]) for r in recs if r.get("t_ready") is not None])
     # GPU-lock sections: the evaluator's timeline when it keeps one (references' timing too),
@@ -222,7 +222,8 @@ def summarize_harness(name, recs, n, wall, cut, held_iv, timings, sampler) -> di
     if not held_iv:
         held_iv = [(r["t_done"] - r["gpu_held_s"], r["t_done"]) for r in recs if r.get("t_ready") is not None]
     qlen = length(queued)
-    return {"config": name, "evaluator": "harness", "n": n, "done": len(recs), "cut": cut,
+    held = union(held_iv)
+    return {**lock_bounds(recs, held, sampler, t0), "config": name, "evaluator": "harness", "n": n, "done": len(recs), "cut": cut,
             "correct": sum(bool(r["correct"]) for r in recs), "wall_s": wall,
             "cand_per_min": len(recs) / wall * 60 if wall > 0 else 0.0,
             "build_median_s": statistics.median(builds) if builds else None, "builds": len(builds),
@@ -231,6 +232,22 @@ def summarize_harness(name, recs, n, wall, cut, held_iv, timings, sampler) -> di
             "queued_s": qlen, "busy_lock": covered(held_iv, queued) / qlen if qlen else None,
             "busy_util": sampler.mean_within(queued), "task_timings": timings,
             "statuses": _count(r["status"] for r in recs), "records": recs}
+
+
+def lock_bounds(recs: list[dict], held: list[tuple[float, float]], sampler: GpuSampler, t0: float | None) -> dict:
+    """What the exclusive sections alone allow: ``util_in_lock``, the GPU's utilization while
+    one candidate is timed or profiled (the most ``busy_util`` can reach while timed sections may
+    not overlap), and ``lock_bound_per_min``, the rate had the lock been held without a gap from
+    the first candidate's readiness to the end: first ready, then every second held after it
+    (never below the measured rate; references timed before it do not count)."""
+    ready = [r["t_ready"] for r in recs if r.get("t_ready") is not None]
+    if not ready or t0 is None:
+        return {"util_in_lock": sampler.mean_within(held) if held else None, "lock_held_s": length(held),
+                "lock_bound_per_min": None}
+    after = covered(held, [(min(ready), float("inf"))]) if held else 0.0
+    span = min(ready) - t0 + after
+    return {"util_in_lock": sampler.mean_within(held) if held else None, "lock_held_s": after,
+            "lock_bound_per_min": len(recs) * 60 / span if span > 0 else None}
 
 
 def _count(xs) -> dict:
@@ -390,6 +407,10 @@ def phase_lines(rows: list[dict]) -> list[str]:
             xs = [rec["phases_s"][k] for rec in r["records"] if k in rec["phases_s"]]
             cells.append(f"{k} {statistics.median(xs):.2f}/{max(xs):.2f}")
         out.append(f"  {r['config']} harness phases, median/max s: " + ", ".join(cells))
+        out.append(f"  {r['config']} bounds of the exclusive sections: GPU lock held {r.get('lock_held_s', 0.0):.1f} s "
+                   f"after the first candidate was ready; utilization while held {fmt(r.get('util_in_lock'), '.0%')} (the most 'busy util' reaches "
+                   f"with timed sections alone on the GPU); {fmt(r.get('lock_bound_per_min'), '.1f')} cand/min had the "
+                   "lock been held without a gap from the first candidate ready to the last done")
         out.append(f"  {r['config']} statuses: harness {r['statuses']}; slot builds (built inside the GPU slot): "
                    f"{sum(rec.get('slot_builds') or 0 for rec in r['records'])}; fresh builds whose binding unit "
                    f"used the shared PCH: {sum('pch' in rec.get('fast_build', []) for rec in r['records'] if not rec['cache_hit'])}"

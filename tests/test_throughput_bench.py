@@ -117,6 +117,21 @@ def test_busy_window_arithmetic():
     assert ht.length(ht.union([(0, 1), (0.5, 2)])) == pytest.approx(2.0)
 
 
+def test_lock_bounds_count_only_what_follows_the_first_ready_candidate():
+    class Samples:  # utilization 80 % inside held sections, 10 % outside
+        samples = [(t / 10, 80.0 if any(a <= t / 10 <= b for a, b in [(0.5, 1), (2, 3), (5, 6)]) else 10.0) for t in range(100)]
+        mean_within = ht.GpuSampler.mean_within
+
+    recs = [{"t_ready": 2.0, "gpu_held_s": 1.0}, {"t_ready": 4.0, "gpu_held_s": 1.0}, {"t_ready": None, "gpu_held_s": 0.0}]
+    held = ht.union([(0.5, 1.0), (2.0, 3.0), (5.0, 6.0)])  # the first: a reference timed before any candidate was ready
+    b = ht.lock_bounds(recs, held, Samples(), t0=0.0)
+    assert b["lock_held_s"] == pytest.approx(2.0)
+    assert b["lock_bound_per_min"] == pytest.approx(3 * 60 / (2.0 + 2.0))
+    assert b["util_in_lock"] == pytest.approx(0.8, abs=0.05)
+    none = ht.lock_bounds([{"t_ready": None, "gpu_held_s": 0.0}], [], Samples(), t0=0.0)
+    assert none["lock_bound_per_min"] is None and none["util_in_lock"] is None
+
+
 def _corpus(tmp: Path) -> Path:
     """A KernelBench run of one program (the dry candidate of the first suite task) and its
     level3 reference at small sizes."""
@@ -158,6 +173,7 @@ def test_dry_run_end_to_end(tmp_path):
             fresh = [x["build_s"] for x in recs if not x["cache_hit"]]
             assert r["build_median_s"] == (pytest.approx(statistics.median(fresh)) if fresh else None)
             assert 0 < r["busy_lock"] <= 1 and r["queued_s"] > 0
+            assert r["lock_bound_per_min"] >= r["cand_per_min"] * 0.999  # the lock alone allows at least what ran
         else:
             pre, ev_wall = r["pre_wall_s"], r["eval_wall_s"]
             assert r["cand_per_min"] == pytest.approx(r["done"] / (pre * r["done"] / r["n"] + ev_wall) * 60)
