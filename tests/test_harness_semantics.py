@@ -177,6 +177,42 @@ def test_forced_profiler_failure_leaves_status_and_timing_with_profiling_error()
     assert len(holder) == 1  # the profiler worker is handed back for dropping
 
 
+class _LockSlot(_FakeSlot):
+    """A slot that says whether the GPU lock is held."""
+
+    def __init__(self):
+        super().__init__()
+        self.locked = False
+
+    @contextlib.contextmanager
+    def exclusive(self, *a, **k):
+        self.locked = True
+        try:
+            yield []
+        finally:
+            self.locked = False
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_the_profiled_runs_warming_forward_runs_outside_the_gpu_lock(early):
+    ev = Evaluator({"device": "cpu", "profile_warm_early": early})
+    slot, calls, jobs = _LockSlot(), [], {}
+
+    def timed(name, job, limit, who=None):
+        calls.append((name, slot.locked))
+        jobs[name] = job
+        return {}
+    ctx = {"sets": [([torch.zeros(1)], [])], "dtype": "float32", "task_source": "", "overrides": {}}
+    ev._profile(slot, {}, "src", ctx, {"phases_s": {}}, timed, [], _early())
+    if early:  # the first forward (lazy loading, autotuning) before the lock; the locked run skips its own
+        assert calls == [("profile_load", False), ("profile_warm", False), ("profile", True), ("profile_summary", False)]
+        assert jobs["profile_warm"]["op"] == "warm" and jobs["profile_warm"]["sets"] == jobs["profile"]["sets"]
+        assert jobs["profile"]["warm"] is False
+    else:
+        assert calls == [("profile_load", False), ("profile", True), ("profile_summary", False)]
+        assert jobs["profile"]["warm"] is True
+
+
 def test_profiler_death_and_timeout_are_instrumentation_errors_too():
     for exc in (evmod.WorkerDied("killed by SIGSEGV"), evmod.PhaseTimeout("no answer within 5 s")):
         def timed(name, job, limit, who=None, exc=exc):
@@ -495,7 +531,7 @@ def test_ncu_failure_is_a_profiling_error_not_a_verdict(monkeypatch):
     e, holder = {"phases_s": {}}, []
     ctx = {"sets": [([torch.zeros(1)], [])], "dtype": "float32", "task_source": "", "overrides": {}}
     ev._profile(_FakeSlot(), {}, "src", ctx, e, timed, holder, _early())
-    assert calls == ["profile_load", "profile", "profile_summary"]
+    assert calls == ["profile_load", "profile_warm", "profile", "profile_summary"]
     assert e["profiling_error"].startswith("ncu failed") and "ERR_NVGPUCTRPERM" in e["profiling_error"]
     assert e["kernel_profile"]["status"] == "failed" and "system_profile" in e  # what was measured stays
     monkeypatch.setattr(ncuprof, "profile", lambda *a, **k: {"status": "unavailable", "reason": "ncu not found"})

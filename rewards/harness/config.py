@@ -57,6 +57,7 @@ class HarnessConfig:
     baselines: bool = True
     profile: bool = True
     profile_calls: int = 3
+    profile_warm_early: bool = True  # the profiled run's warming forward before the GPU lock, not inside it
     profiler_spares: Any = "auto"  # warm profiler workers per GPU; auto: one per resident candidate (one warms in 4-8 s)
     cuda_arch: str = "auto"
     build_max_jobs: int = 2

@@ -1145,8 +1145,12 @@ class Evaluator:
             if isinstance(hello, dict) and hello.get("warm_up_error"):  # why a later profile op may fail
                 ev["profiler_warm_up_error"] = hello["warm_up_error"][:300]
             timed("profile_load", job, t["correctness"], pw)
+            xs = [ctx["sets"][0][0]]
+            if c.profile_warm_early:  # its first forward (lazy kernel loading, cuDNN's algorithm search:
+                # 2.4-3 s of lock time for conv models on the H100) runs outside the lock, paused like trials
+                timed("profile_warm", {"op": "warm", "sets": xs}, t["timing"], pw)
             with slot.exclusive(ph, "profile", label, pw):  # the run only: the trace is read after
-                timed("profile", {"op": "profile", "sets": [ctx["sets"][0][0]], "calls": c.profile_calls,
+                timed("profile", {"op": "profile", "sets": xs, "calls": c.profile_calls, "warm": not c.profile_warm_early,
                                   "system": self._system_job(ctx["dtype"]), "defer": True}, t["timing"], pw)
             prof = timed("profile_summary", {"op": "profile_summary"}, t["timing"], pw)
             prof.pop("op_s", None)

@@ -122,15 +122,17 @@ def capture(model, xs: list, calls: int, record_shapes: bool = True, scratch: st
     return export(record(model, xs, calls, record_shapes), scratch)
 
 
-def record(model, xs: list, calls: int, record_shapes: bool = True) -> dict:
+def record(model, xs: list, calls: int, record_shapes: bool = True, warm: bool = True) -> dict:
     """The part of ``capture`` that runs on the GPU (the only part that must be alone on it):
-    the profiled forwards, the profiler stopped. ``export`` turns it into the event table."""
+    the profiled forwards, the profiler stopped. ``export`` turns it into the event table.
+    ``warm=False``: the caller ran the warming forward already (outside the GPU lock)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     t0 = time.perf_counter()
     with torch.no_grad():
-        model(*xs)  # warm: lazy init and autotuning stay out of the profile
+        if warm:
+            model(*xs)  # warm: lazy init and autotuning stay out of the profile
         torch.cuda.synchronize()
         ann = annotate(model) if isinstance(model, torch.nn.Module) else None
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=record_shapes) as prof:

@@ -223,11 +223,21 @@ class Candidate:
         r.update(precision_evidence())  # after the candidate loaded and ran
         return r
 
+    def warm(self, job: dict) -> dict:
+        """One forward on the profiled inputs before the profiled run (``harness.profile_warm_early``):
+        lazy initialisation and autotuning happen here, outside the GPU lock."""
+        with torch.no_grad():
+            self.model(*_devcopy(job["sets"][0], self.device))
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        return {}
+
     def profile(self, job: dict) -> dict:
         """The profiled run. ``defer``: only the run (the part that must be alone on the GPU);
         the ``profile_summary`` op that follows writes and reads the trace, after the lock."""
         declared = kernels.declared_kernels(self.build["cuda_sources"])
-        rec = profile_record(self.model, _devcopy(job["sets"][0], self.device), job["calls"], job.get("system"))
+        rec = profile_record(self.model, _devcopy(job["sets"][0], self.device), job["calls"], job.get("system"),
+                             job.get("warm", True))
         if job.get("defer"):
             self.deferred = (rec, declared, job["calls"], job.get("system"))
             return {"deferred": True}
@@ -244,16 +254,18 @@ def profile_model(model, xs: list, calls: int, declared: list[str], system: dict
     return profile_summary(profile_record(model, xs, calls, system), declared, calls, system)
 
 
-def profile_record(model, xs: list, calls: int, system: dict | None = None) -> dict:
-    """The profiled forwards on the GPU, the profiler stopped; nothing written or parsed yet."""
+def profile_record(model, xs: list, calls: int, system: dict | None = None, warm: bool = True) -> dict:
+    """The profiled forwards on the GPU, the profiler stopped; nothing written or parsed yet.
+    ``warm``: one forward first (False: the ``warm`` op ran it already, outside the lock)."""
     from torch.profiler import ProfilerActivity, profile
 
     if system:  # the same run, plus module ranges and shapes for the system-level profile
         from rewards.harness import sysprof
 
-        return sysprof.record(model, xs, calls, system.get("record_shapes", True))
+        return sysprof.record(model, xs, calls, system.get("record_shapes", True), warm)
     with torch.no_grad():
-        model(*xs)
+        if warm:
+            model(*xs)
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             kernels.bracketed_calls(model, xs, calls)
@@ -442,6 +454,8 @@ def main() -> None:
                 res.update(precision_evidence())  # an incorrect candidate's flags are evidence too
             elif op == "time":
                 res = state["cand"].time(job)
+            elif op == "warm":
+                res = state["cand"].warm(job)
             elif op == "profile":
                 res = state["cand"].profile(job)
             elif op == "profile_summary":
