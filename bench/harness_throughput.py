@@ -210,6 +210,7 @@ def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict
             "cache_hit": r.cache_hit, "runtime_us": r.runtime_us, "gpu_held_s": held,
             "held_key": "gpu_held" if "gpu_held" in ph else "slot_held", "phases_s": ph,
             "slot_builds": r.evidence.get("slot_builds"), "fast_build": r.evidence.get("fast_build") or [],
+            "profiled": "system_profile" in r.evidence, "profiling_error": r.evidence.get("profiling_error"),
             "error": r.error, "t_submit": t_sub,
             "t_ready": ready if r.compiled else None, "t_done": t_done}
 
@@ -410,7 +411,13 @@ def phase_lines(rows: list[dict]) -> list[str]:
         out.append(f"  {r['config']} bounds of the exclusive sections: GPU lock held {r.get('lock_held_s', 0.0):.1f} s "
                    f"after the first candidate was ready; utilization while held {fmt(r.get('util_in_lock'), '.0%')} (the most 'busy util' reaches "
                    f"with timed sections alone on the GPU); {fmt(r.get('lock_bound_per_min'), '.1f')} cand/min had the "
-                   "lock been held without a gap from the first candidate ready to the last done")
+                   "lock been held without a gap from the first candidate ready to the last done; candidates' "
+                   "sections summed, s: " + ", ".join(f"{k} {sum(rec['phases_s'].get(k, 0.0) for rec in r['records']):.1f}"
+                                                      for k in ("time", "profile", "judge", "ncu")))
+        ok = [rec for rec in r["records"] if rec["status"] == "ok"]
+        perr = [rec["profiling_error"] for rec in ok if rec.get("profiling_error")]
+        out.append(f"  {r['config']} profiles: {sum(bool(rec.get('profiled')) for rec in ok)} of {len(ok)} ok candidates "
+                   f"profiled; profiling errors {len(perr)}" + (f" (first: {perr[0][:200]})" if perr else ""))
         out.append(f"  {r['config']} statuses: harness {r['statuses']}; slot builds (built inside the GPU slot): "
                    f"{sum(rec.get('slot_builds') or 0 for rec in r['records'])}; fresh builds whose binding unit "
                    f"used the shared PCH: {sum('pch' in rec.get('fast_build', []) for rec in r['records'] if not rec['cache_hit'])}"
