@@ -275,3 +275,39 @@ def test_profiling_config_levels_and_budgets():
     assert c.profiling["system"]["enabled"] is True
     with pytest.raises(ValueError, match="harness.profiling.system.topp"):
         HarnessConfig.from_mapping({"profiling": {"system": {"topp": 1}}})
+
+
+def test_transposed_conv_cost_from_a_real_cpu_profile(tmp_path):
+    """UNet-style ConvTranspose2d: every conv event the profiler records (conv_transpose2d,
+    convolution, _convolution, the backend's op) is estimated without failing (cudnn's transpose
+    overload put output_padding where stride was read: ZeroDivisionError, the H100 unet profile), and
+    the top-level op's FLOPs are the transposed count: 2 x input elements x C_out/groups x kernel."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    m = torch.nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+    x = torch.randn(2, 8, 5, 7)
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        y = m(x)
+    prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    evs = [e for e in sysprof.trim_events(str(tmp_path / "trace.json")) if "conv" in e["name"]]
+    assert len(evs) >= 3 and any(e["name"] == "aten::conv_transpose2d" for e in evs)
+    for e in evs:  # none raises (sysprof.summarize's call); each says something or nothing
+        opcost.estimate(e["name"], e.get("dims"), e.get("types"), e.get("concrete"))
+    top = next(e for e in evs if e["name"] == "aten::conv_transpose2d")
+    est = opcost.estimate(top["name"], top["dims"], top["types"], top["concrete"])
+    assert tuple(y.shape) == (2, 6, 10, 14)
+    assert est["flops"] == 2 * x.numel() * (6 // 2) * 9
+    assert est["bytes"] == (x.numel() + m.weight.numel() + y.numel()) * 4
+
+
+def test_cudnn_transposed_conv_reads_its_own_argument_order():
+    # cudnn_convolution_transpose(self, weight, padding, output_padding, stride, dilation, groups, ...)
+    e = opcost.estimate("aten::cudnn_convolution_transpose", [[2, 8, 5, 7], [8, 3, 3, 3], [], [], [], [], []],
+                        ["float", "float"] + ["ScalarList"] * 4 + ["Scalar"],
+                        ["", "", "[1, 1]", "[1, 1]", "[2, 2]", "[1, 1]", "2"])
+    assert e["flops"] == 2 * (2 * 8 * 5 * 7) * 3 * 9
+    assert e["bytes"] == (2 * 8 * 5 * 7 + 8 * 3 * 9 + 2 * 6 * 10 * 14) * 4
+    # a zero stride (arguments that do not add up) is no estimate, not a ZeroDivisionError
+    assert opcost.estimate("aten::cudnn_convolution", [[2, 8, 16, 16], [4, 8, 3, 3]], ["float", "float"],
+                           ["", "", "[1, 1]", "[0, 0]", "[1, 1]", "1"]) is None

@@ -42,23 +42,53 @@ def _concrete(conc: list, i: int, default):
     return v
 
 
+# argument positions per overload: stride, padding, dilation, groups, output_padding, and whether
+# it is transposed (a bool, or the position of its `transposed` argument); the aten schemas
+_CONV_ARGS = {
+    "aten::cudnn_convolution": (3, 2, 4, 5, None, False),
+    "aten::conv1d": (3, 4, 5, 6, None, False), "aten::conv2d": (3, 4, 5, 6, None, False),
+    "aten::conv3d": (3, 4, 5, 6, None, False),
+    "aten::conv_transpose1d": (3, 4, 7, 6, 5, True), "aten::conv_transpose2d": (3, 4, 7, 6, 5, True),
+    "aten::conv_transpose3d": (3, 4, 7, 6, 5, True),
+    "aten::cudnn_convolution_transpose": (4, 2, 5, 6, 3, True),
+    "aten::miopen_convolution_transpose": (5, 3, 6, 7, 4, True),
+}
+_CONV_DEFAULT = (3, 4, 5, 8, 7, 6)  # aten::convolution, aten::_convolution, convolution_overrideable
+
+
+def _ints(v, n: int) -> list[int] | None:
+    v = [v] * n if isinstance(v, int) else v
+    return list(v) if isinstance(v, (list, tuple)) and len(v) == n and all(isinstance(x, int) for x in v) else None
+
+
 def _conv(name: str, dims: list, types: list, conc: list) -> tuple[float, float] | None:
+    """FLOPs and bytes of a (transposed) convolution; None where the arguments do not add up
+    (an estimate never fails the profile it is part of)."""
     ts = _tensors(dims, types)
     if len(ts) < 2 or len(ts[0][0]) < 3:
         return None
     (x, es), (w, _) = ts[0], ts[1]
-    # argument positions of stride/padding/dilation/groups per overload
-    pos = {"aten::cudnn_convolution": (3, 2, 4, 5), "aten::conv2d": (3, 4, 5, 6),
-           "aten::conv1d": (3, 4, 5, 6), "aten::conv3d": (3, 4, 5, 6)}.get(name, (3, 4, 5, 8))
+    p_st, p_pd, p_dl, p_g, p_op, tr = _CONV_ARGS.get(name, _CONV_DEFAULT)
     sd = len(x) - 2
-    st, pd, dl = (_concrete(conc, p, [1] * sd) for p in pos[:3])
-    groups = _concrete(conc, pos[3], 1)
-    st, pd, dl = ([v] * sd if isinstance(v, int) else list(v) for v in (st, pd, dl))
-    if not (len(st) == len(pd) == len(dl) == sd) or not isinstance(groups, int):
+    if len(w) != len(x):
         return None
-    spatial = [(x[2 + i] + 2 * pd[i] - dl[i] * (w[2 + i] - 1) - 1) // st[i] + 1 for i in range(sd)]
-    out = [x[0], w[0], *spatial]
-    flops = 2.0 * _numel(out) * (x[1] // max(groups, 1)) * _numel(w[2:])
+    st, pd, dl = (_ints(_concrete(conc, p, [d] * sd), sd) for p, d in ((p_st, 1), (p_pd, 0), (p_dl, 1)))
+    groups = _concrete(conc, p_g, 1)
+    transposed = tr if isinstance(tr, bool) else _concrete(conc, tr, False) is True
+    opad = _ints(_concrete(conc, p_op, [0] * sd), sd) if p_op is not None else [0] * sd
+    if None in (st, pd, dl, opad) or not isinstance(groups, int) or groups < 1 or min(st) < 1:
+        return None
+    k = w[2:]
+    if transposed:  # weight [C_in, C_out/groups, k...]: every input element meets C_out/groups x k weights
+        spatial = [(x[2 + i] - 1) * st[i] - 2 * pd[i] + dl[i] * (k[i] - 1) + opad[i] + 1 for i in range(sd)]
+        out = [x[0], w[1] * groups, *spatial]
+        flops = 2.0 * _numel(x) * w[1] * _numel(k)
+    else:  # weight [C_out, C_in/groups, k...]
+        spatial = [(x[2 + i] + 2 * pd[i] - dl[i] * (k[i] - 1) - 1) // st[i] + 1 for i in range(sd)]
+        out = [x[0], w[0], *spatial]
+        flops = 2.0 * _numel(out) * (x[1] // groups) * _numel(k)
+    if min(spatial) < 1:
+        return None
     return flops, float((_numel(x) + _numel(w) + _numel(out)) * es)
 
 
@@ -86,7 +116,7 @@ def estimate(name: str, dims: list, types: list, concrete: list | None = None) -
         out = batch * m * n
         flops = 2.0 * batch * m * k * n
         return {"flops": flops, "bytes": float(sum(_numel(t) * e for t, e in ts) + out * es)}
-    if "convolution" in op or op in ("conv1d", "conv2d", "conv3d"):
+    if "convolution" in op or op.startswith(("conv1d", "conv2d", "conv3d", "conv_transpose")):
         r = _conv(name, dims, types, concrete or [])
         return None if r is None else {"flops": r[0], "bytes": r[1]}
     if "scaled_dot_product" in op or "flash_attention" in op or "efficient_attention" in op:

@@ -186,6 +186,15 @@ def trim_events(path: str) -> list[dict]:
 
 
 # -- summary (pure) ---------------------------------------------------------------------------
+def _estimate(op: dict) -> dict | None:
+    """opcost's estimate of one op; an overload it misreads is no estimate, not a lost profile
+    (the kernel attribution the reward reads comes from the same summary)."""
+    try:
+        return opcost.estimate(op["name"], op.get("dims"), op.get("types"), op.get("concrete"))
+    except (ArithmeticError, TypeError, ValueError, IndexError):
+        return None
+
+
 def _enclosing(ranges: list[tuple[float, float, str]], ts: float) -> list[str]:
     """Names of the ranges containing ts, outermost first (ranges sorted by start)."""
     return [n for a, b, n in ranges if a <= ts <= b]
@@ -276,7 +285,7 @@ def summarize(events: list[dict], calls: int, modules: dict | None = None, decla
         if op is not None:
             k["ops"][op["name"]] += 1
             if id(op) not in op_cost:
-                op_cost[id(op)] = (op, opcost.estimate(op["name"], op.get("dims"), op.get("types"), op.get("concrete")))
+                op_cost[id(op)] = (op, _estimate(op))
         if mods:
             k["modules"][mods[-1]] += 1  # the innermost module names the kernel
             for m in mods:  # module time is inclusive: a region's kernels, nested ones too
