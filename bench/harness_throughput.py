@@ -83,33 +83,72 @@ def log(msg: str) -> None:
 
 
 class GpuSampler:
-    """nvidia-smi's utilization.gpu every ``period_ms`` in a thread: (perf_counter, percent)."""
+    """nvidia-smi's utilization.gpu and memory.used every ``period_ms`` in a thread, and the
+    host's CPU busy fraction (/proc/stat, Linux) at the same period: whether a slow stage waits
+    on the GPU, on its memory or on the 16 cores that builds, loads and references share."""
 
     def __init__(self, gpu: str = "0", period_ms: int = 100):
-        self.samples: list[tuple[float, float]] = []
+        self.samples: list[tuple[float, float]] = []  # (perf_counter, utilization %)
+        self.mem: list[tuple[float, float]] = []  # (perf_counter, MiB used)
+        self.cpu: list[tuple[float, float]] = []  # (perf_counter, busy 0-1 since the last sample)
         self.proc = None
+        self._stop = threading.Event()
         exe = shutil.which("nvidia-smi")
         if exe and torch.cuda.is_available():
-            self.proc = subprocess.Popen([exe, "-i", gpu, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
-                                          "-lms", str(period_ms)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            self.proc = subprocess.Popen([exe, "-i", gpu, "--query-gpu=utilization.gpu,memory.used",
+                                          "--format=csv,noheader,nounits", "-lms", str(period_ms)],
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             threading.Thread(target=self._read, daemon=True).start()
+        if os.path.exists("/proc/stat"):
+            threading.Thread(target=self._read_cpu, args=(period_ms / 1000,), daemon=True).start()
 
     def _read(self) -> None:
         for line in self.proc.stdout:
             try:
-                self.samples.append((time.perf_counter(), float(line.strip())))
+                util, mem = (float(x) for x in line.strip().split(","))
             except ValueError:
-                pass
+                continue
+            t = time.perf_counter()
+            self.samples.append((t, util))
+            self.mem.append((t, mem))
+
+    @staticmethod
+    def _jiffies() -> tuple[int, int]:
+        """(busy, total) jiffies of all CPUs: idle and iowait are not busy."""
+        with open("/proc/stat") as f:
+            xs = [int(x) for x in f.readline().split()[1:]]
+        return sum(xs) - xs[3] - (xs[4] if len(xs) > 4 else 0), sum(xs)
+
+    def _read_cpu(self, period: float) -> None:
+        last = self._jiffies()
+        while not self._stop.wait(period):
+            now = self._jiffies()
+            if now[1] > last[1]:
+                self.cpu.append((time.perf_counter(), (now[0] - last[0]) / (now[1] - last[1])))
+            last = now
 
     def stop(self) -> None:
+        self._stop.set()
         if self.proc is not None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
 
+    @staticmethod
+    def _within(xs: list[tuple[float, float]], windows: list[tuple[float, float]]) -> list[float]:
+        return [v for t, v in xs if any(a <= t <= b for a, b in windows)]
+
     def mean_within(self, windows: list[tuple[float, float]]) -> float | None:
         """Mean utilization (0-1) of the samples inside ``windows``; None without samples."""
-        xs = [u for t, u in self.samples if any(a <= t <= b for a, b in windows)]
+        xs = self._within(self.samples, windows)
         return statistics.mean(xs) / 100 if xs else None
+
+    def host_within(self, windows: list[tuple[float, float]]) -> dict:
+        """Host CPU busy (mean, and the share of samples at least 90% busy) and the GPU memory
+        peak (GiB) inside ``windows``; None where nothing was sampled."""
+        cpu, mem = self._within(self.cpu, windows), self._within(self.mem, windows)
+        return {"cpu_busy": statistics.mean(cpu) if cpu else None,
+                "cpu_saturated": sum(x >= 0.9 for x in cpu) / len(cpu) if cpu else None,
+                "gpu_mem_peak_gib": max(mem) / 1024 if mem else None}
 
 
 def union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -232,6 +271,7 @@ def summarize_harness(name, recs, n, wall, cut, held_iv, timings, sampler, t0: f
             "held_key": sorted({r.get("held_key") for r in recs if r.get("held_key")}),
             "queued_s": qlen, "busy_lock": covered(held_iv, queued) / qlen if qlen else None,
             "busy_util": sampler.mean_within(queued), "task_timings": timings,
+            **(sampler.host_within([(t0, t0 + wall)]) if t0 is not None else {}),
             "statuses": _count(r["status"] for r in recs), "records": recs}
 
 
@@ -285,6 +325,7 @@ def run_kb(name: str, work: list, hcfg, device: str, workers: int, deadline: flo
             "gpu_held_per_cand_s": statistics.median([e["phases_s"]["total"] for e in ev]) if ev else None,
             "held_key": ["in-process evaluation"], "queued_s": length(window),
             "busy_lock": 1.0 if ev else None, "busy_util": sampler.mean_within(window),
+            **sampler.host_within(window),
             "statuses": _count("ok" if e["correct"] else ("compile_error" if not e["compiled"] else "failed") for e in ev),
             "records": [{k: v for k, v in e.items() if k not in ("runtime_all_ms", "traceback")} for e in ev],
             "pre": rec["pre"], "work": [{"task": t.id, **m} for t, _, m in work],
@@ -434,6 +475,19 @@ def phase_lines(rows: list[dict]) -> list[str]:
             out.append(f"  {r['config']} references, median/max s around prepare: " + ", ".join(
                 f"{k} {statistics.median(t.get(k, 0.0) for t in tts):.2f}/{max(t.get(k, 0.0) for t in tts):.2f}" for k in around)
                 + (f"; host memory admitted at most {r['host_peak_gb']:.2f} GB at once" if r.get("host_peak_gb") is not None else ""))
+    return out
+
+
+def host_lines(rows: list[dict]) -> list[str]:
+    """What else each run waited on: the host's CPU (builds, loads, references and the parent
+    share its cores) and the GPU's memory (``harness.resident`` candidates loaded at once)."""
+    out = []
+    for r in rows:
+        if r.get("cpu_busy") is None and r.get("gpu_mem_peak_gib") is None:
+            continue
+        out.append(f"  {r['config']} {r['evaluator']} host: CPU busy {fmt(r.get('cpu_busy'), '.0%')} (mean over the run), "
+                   f"{fmt(r.get('cpu_saturated'), '.0%')} of the time at least 90% busy; GPU memory peak "
+                   f"{fmt(r.get('gpu_mem_peak_gib'), '.1f')} GiB")
     return out
 
 
@@ -707,7 +761,7 @@ def render(a, rows, cv, notes, gpu, wall) -> str:
     elif a.cv:
         lines.append("runtime CV: fewer than 2 evaluations finished")
     lines += compare_lines(a, rows)
-    lines += phase_lines(rows)
+    lines += phase_lines(rows) + host_lines(rows)
     kb = [r for r in rows if r["evaluator"] == "kernelbench-batch"]
     for r in kb:
         lines.append(f"  {r['config']} kernelbench-batch: pre-compile {r['pre_wall_s']:.1f} s for {r['n']} "

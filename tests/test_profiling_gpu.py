@@ -1,4 +1,4 @@
-"""Two-level profiling end to end on the GPU: two embedded tasks' references and two candidates.
+"""Two-level profiling end to end on the GPU: three embedded tasks' references and two candidates.
 
 Run by scripts/gpu_capture_profiles.sh after the capture, sharing its caches (KM_PROFILE_CACHE),
 so builds, baselines and ncu results are cache hits here.
@@ -24,8 +24,8 @@ def run():
     # the capture script's settings, so its builds, baselines and ncu results are cache hits
     cfg = {"device": "cuda", "compile_baseline": False, "timed_calls": 10, "trials": 3,
            "cache_dir": os.environ.get("KM_PROFILE_CACHE", "/tmp/km-prof-cache"),
-           "profiling": {"kernel": {"min_share": 0.01}}}
-    tasks = {t.id: t for t in load_suite("level3", ids=["l3_01_mlp", "l3_07_gpt_block"]).tasks}
+           "profiling": {"kernel": {"min_share": 0.01}, "system": {"top": 100}}}  # every UNet op and module
+    tasks = {t.id: t for t in load_suite("level3", ids=["l3_01_mlp", "l3_07_gpt_block", "l3_10_unet"]).tasks}
     with Evaluator(cfg) as ev:
         futs = {b: ev.submit(tasks["l3_01_mlp"], SRC.read_text().replace("BEHAVIOUR", b))
                 for b in ("bias_gelu", "slow_bias_gelu")}
@@ -43,6 +43,20 @@ def test_reference_system_profile(run, tid):
     assert sp["syncs_per_forward"] == 0 and not sp["copies"].get("HtoD_count")
     assert any(m["module"] != "<root>" for m in sp["modules"])
     assert render_reference(run[0][tid]).startswith("eager runtime")
+
+
+def test_transposed_convolution_reference_is_profiled(run):
+    """The UNet's ConvTranspose2d runs as aten::cudnn_convolution_transpose, whose arguments come
+    in their own order: read as a convolution's, output_padding (0) was the stride, the estimate
+    divided by it and the reference had no profile at all (H100, session 14)."""
+    prof = run[0]["l3_10_unet"]
+    assert "error" not in prof and prof["system"], prof.get("error")
+    sp = prof["system"]
+    assert sp["unattributed_gpu_events"] == 0 and sp["top_kernels"]
+    ops = [o for o in sp["ops"] if "convolution_transpose" in o["op"]]  # costed by its own arguments
+    assert ops and all(o["flops"] > 0 for o in ops), [o["op"] for o in sp["ops"]]
+    ups = [m for m in sp["modules"] if m.get("type") == "ConvTranspose2d"]
+    assert len(ups) == 3 and all(m["flops"] > 0 for m in ups), ups
 
 
 def test_reference_kernel_profile_classifies_the_gemm(run):

@@ -121,6 +121,7 @@ def test_lock_bounds_count_only_what_follows_the_first_ready_candidate():
     class Samples:  # utilization 80 % inside held sections, 10 % outside
         samples = [(t / 10, 80.0 if any(a <= t / 10 <= b for a, b in [(0.5, 1), (2, 3), (5, 6)]) else 10.0) for t in range(100)]
         mean_within = ht.GpuSampler.mean_within
+        _within = staticmethod(ht.GpuSampler._within)
 
     recs = [{"t_ready": 2.0, "gpu_held_s": 1.0}, {"t_ready": 4.0, "gpu_held_s": 1.0}, {"t_ready": None, "gpu_held_s": 0.0}]
     held = ht.union([(0.5, 1.0), (2.0, 3.0), (5.0, 6.0)])  # the first: a reference timed before any candidate was ready
@@ -130,6 +131,22 @@ def test_lock_bounds_count_only_what_follows_the_first_ready_candidate():
     assert b["util_in_lock"] == pytest.approx(0.8, abs=0.05)
     none = ht.lock_bounds([{"t_ready": None, "gpu_held_s": 0.0}], [], Samples(), t0=0.0)
     assert none["lock_bound_per_min"] is None and none["util_in_lock"] is None
+
+
+def test_host_figures_come_from_the_samples_inside_the_window(monkeypatch, tmp_path):
+    s = ht.GpuSampler.__new__(ht.GpuSampler)  # no threads: the samples are given
+    s.cpu = [(0.5, 0.95), (1.5, 0.5), (2.5, 1.0), (9.0, 0.0)]
+    s.mem = [(0.5, 2048.0), (1.5, 10240.0), (9.0, 40960.0)]
+    h = s.host_within([(0.0, 3.0)])
+    assert h["cpu_busy"] == pytest.approx((0.95 + 0.5 + 1.0) / 3)
+    assert h["cpu_saturated"] == pytest.approx(2 / 3) and h["gpu_mem_peak_gib"] == pytest.approx(10.0)
+    assert s.host_within([(4.0, 5.0)]) == {"cpu_busy": None, "cpu_saturated": None, "gpu_mem_peak_gib": None}
+    # /proc/stat's first line: user nice system idle iowait irq softirq steal; idle and iowait are not busy
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 20 30 400 50 5 5 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda f, *a, **k: real_open(stat if f == "/proc/stat" else f, *a, **k))
+    assert ht.GpuSampler._jiffies() == (160, 610)
 
 
 def _corpus(tmp: Path) -> Path:
@@ -174,6 +191,8 @@ def test_dry_run_end_to_end(tmp_path):
             assert r["build_median_s"] == (pytest.approx(statistics.median(fresh)) if fresh else None)
             assert 0 < r["busy_lock"] <= 1 and r["queued_s"] > 0
             assert r["lock_bound_per_min"] >= r["cand_per_min"] * 0.999  # the lock alone allows at least what ran
+        if sys.platform.startswith("linux"):  # /proc/stat sampled through the run
+            assert 0 <= r["cpu_busy"] <= 1 and 0 <= r["cpu_saturated"] <= 1, (conf, ev)
         else:
             pre, ev_wall = r["pre_wall_s"], r["eval_wall_s"]
             assert r["cand_per_min"] == pytest.approx(r["done"] / (pre * r["done"] / r["n"] + ev_wall) * 60)
@@ -192,6 +211,8 @@ def test_dry_run_end_to_end(tmp_path):
     for rr in fig["ratios"]:
         assert f"{rr['config']}: harness / kernelbench-batch = {rr['ratio']:.2f}x" in text
     assert f"{cv['cv']:.3%}" in text and "targets (H200):" in text
+    if sys.platform.startswith("linux"):
+        assert "1/task harness host: CPU busy " in text
 
 
 def test_warm_cache_keeps_the_baselines_and_nothing_else(tmp_path):

@@ -851,6 +851,8 @@ class Evaluator:
         base = self._context_future(task).result()["baseline"]
         out = {"ref_runtime_us": base.get("ref_runtime_us"), "system": base.get("ref_system_profile"),
                "kernel": base.get("ref_kernel_profile")}
+        if base.get("ref_profiling_error"):  # why "system" is missing (one sentence)
+            out["error"] = base["ref_profiling_error"]
         if self.device == "cuda" and self.cfg.profiling["nsys"]["enabled"]:
             from rewards.harness import nsysprobe
 
