@@ -95,6 +95,7 @@ class GpuSampler:
         self.cpu: list[tuple[float, float]] = []  # (perf_counter, busy 0-1 since the last sample)
         self.proc = None
         self._stop = threading.Event()
+        self.t_start = time.perf_counter()  # the first CPU sample covers the time from here
         exe = shutil.which("nvidia-smi")
         if exe and torch.cuda.is_available():
             self.proc = subprocess.Popen([exe, "-i", gpu, "--query-gpu=utilization.gpu,memory.used",
@@ -147,7 +148,12 @@ class GpuSampler:
     def host_within(self, windows: list[tuple[float, float]]) -> dict:
         """Host CPU busy (mean, and the share of samples at least 90% busy) and the GPU memory
         peak (GiB) inside ``windows``; None where nothing was sampled."""
-        cpu, mem = self._within(self.cpu, windows), self._within(self.mem, windows)
+        # a CPU sample at t is the busy fraction over (previous sample, t]: those that overlap count,
+        # so a window shorter than the period still gets the sample that spans it
+        xs = list(self.cpu)  # the thread appends meanwhile
+        spans = zip([self.t_start] + [t for t, _ in xs[:-1]], xs, strict=True)
+        cpu = [v for a, (b, v) in spans if any(a < d and b >= c for c, d in windows)]
+        mem = self._within(self.mem, windows)
         return {"cpu_busy": statistics.mean(cpu) if cpu else None,
                 "cpu_saturated": sum(x >= 0.9 for x in cpu) / len(cpu) if cpu else None,
                 "gpu_mem_peak_gib": max(mem) / 1024 if mem else None}
@@ -311,9 +317,11 @@ def run_kb(name: str, work: list, hcfg, device: str, workers: int, deadline: flo
         cap = torch.cuda.get_device_capability(0)
         env["TORCH_CUDA_ARCH_LIST"] = f"{cap[0]}.{cap[1]}"  # KernelBench's set_gpu_arch: one arch
     pairs = [(override_constants(task.source, hcfg.overrides_for(task, device)), src) for task, src, _ in work]
+    t_run = time.perf_counter()  # host figures over the whole recipe: its pre-compile uses the CPU most
     rec = kbb.run(pairs, build_root, device, workers, env, trials=hcfg.trials, warmup=hcfg.warmup,
                   calls=hcfg.timed_calls, l2_flush_mb=hcfg.l2_flush_mb, seed=hcfg.seed, time_reference=time_reference,
                   isolate=isolate, shared_build_dir=shared_build_dir, deadline=deadline, log=log)
+    t_end = time.perf_counter()
     ev = rec["eval"]
     builds = [p["build_s"] for p in rec["pre"] if p and p["built"]]
     window = union(rec["eval_marks"])
@@ -327,7 +335,7 @@ def run_kb(name: str, work: list, hcfg, device: str, workers: int, deadline: flo
             "gpu_held_per_cand_s": statistics.median([e["phases_s"]["total"] for e in ev]) if ev else None,
             "held_key": ["in-process evaluation"], "queued_s": length(window),
             "busy_lock": 1.0 if ev else None, "busy_util": sampler.mean_within(window),
-            **sampler.host_within(window),
+            **sampler.host_within([(t_run, t_end)]),
             "statuses": _count("ok" if e["correct"] else ("compile_error" if not e["compiled"] else "failed") for e in ev),
             "records": [{k: v for k, v in e.items() if k not in ("runtime_all_ms", "traceback")} for e in ev],
             "pre": rec["pre"], "work": [{"task": t.id, **m} for t, _, m in work],

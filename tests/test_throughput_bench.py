@@ -135,12 +135,14 @@ def test_lock_bounds_count_only_what_follows_the_first_ready_candidate():
 
 def test_host_figures_come_from_the_samples_inside_the_window(monkeypatch, tmp_path):
     s = ht.GpuSampler.__new__(ht.GpuSampler)  # no threads: the samples are given
-    s.cpu = [(0.5, 0.95), (1.5, 0.5), (2.5, 1.0), (9.0, 0.0)]
+    s.t_start, s.cpu = 0.0, [(0.5, 0.95), (1.5, 0.5), (2.5, 1.0), (9.0, 0.0)]
     s.mem = [(0.5, 2048.0), (1.5, 10240.0), (9.0, 40960.0)]
-    h = s.host_within([(0.0, 3.0)])
+    h = s.host_within([(0.0, 2.5)])  # each CPU sample covers the time since the one before it
     assert h["cpu_busy"] == pytest.approx((0.95 + 0.5 + 1.0) / 3)
     assert h["cpu_saturated"] == pytest.approx(2 / 3) and h["gpu_mem_peak_gib"] == pytest.approx(10.0)
-    assert s.host_within([(4.0, 5.0)]) == {"cpu_busy": None, "cpu_saturated": None, "gpu_mem_peak_gib": None}
+    short = s.host_within([(4.0, 4.05)])  # inside (2.5, 9.0]: the sample that spans it, no GPU sample
+    assert short == {"cpu_busy": 0.0, "cpu_saturated": 0.0, "gpu_mem_peak_gib": None}
+    assert s.host_within([(9.5, 10.0)])["cpu_busy"] is None  # after the last sample
     # /proc/stat's first line: user nice system idle iowait irq softirq steal; idle and iowait are not busy
     stat = tmp_path / "stat"
     stat.write_text("cpu  100 20 30 400 50 5 5 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
