@@ -35,9 +35,8 @@ GPU for its whole serial evaluation) and the GPU's busy fraction while candidate
 GPU-lock held time over that window; and each run's host CPU busy fraction (/proc/stat) and GPU
 memory peak (nvidia-smi), to tell a CPU-bound stage from a GPU-bound one. ``--cv`` evaluates one
 candidate ``--cv-reps`` (8) times, each in a fresh worker, and prints the runtime's coefficient of
-variation. ``--real DIR`` runs the
-same comparison on a KernelBench run directory (programs mapped to ``--real-refs``' level3
-references by problem number); ``--beside FILE`` prints the figures of an earlier run's JSON next
+variation. ``--real DIR`` runs the same comparison on a KernelBench run directory (programs
+mapped to ``--real-refs``' level3 references by problem number); ``--beside FILE`` prints the figures of an earlier run's JSON next
 to this one's. Everything stops at ``--deadline`` seconds and reports what finished. ``--out``
 gets the table; ``<out>.json`` the figures and per-candidate records they come from.
 """
