@@ -44,6 +44,8 @@ class HarnessConfig:
     reference_spares: Any = "auto"  # warm reference processes kept per GPU; auto: one per reference worker where they are renewed (cuda + profile), else 0
     host_memory_patience_s: float = 30.0  # how long a waiter that does not fit may be passed by ones that do
     reference_workers: Any = "auto"  # auto: 4 on cuda, 2 on cpu; tasks whose references prepare in parallel (only their timing takes the GPU lock)
+    reference_lock_first: bool = True  # a reference waiting to time its baseline gets the GPU lock before waiting candidates
+    candidates_wait_for_baseline: bool = False  # False: a candidate starts on its reference's outputs; the baseline is joined at the end
     timeline_entries: int = 4096  # Evaluator.timeline: the last GPU-lock sections and phases, for checks
     cache_dir: str = "~/.cache/kernelmine"
     cache_key_file: str = ""  # the caches' MAC key (cachemac.py); "" = <cache_dir>/.keys/cache_mac.key

@@ -7,8 +7,9 @@ content-hash cache (``evidence.slot_builds`` counts any the slot's workers still
 pool is sized so that builds x ninja jobs ~ CPU cores (oversubscribing only delays every build's finish, and the GPU waits
 on the first). (2) reference: inputs, outputs and baselines of a task come from one of
 ``harness.reference_workers`` reference workers, once per task, started at submit time so it
-overlaps the builds and other tasks' references; only its timing takes the GPU lock.
-(3) execution: once both are ready, the candidate takes one of ``harness.resident`` tokens of a
+overlaps the builds and other tasks' references; only its timing takes the GPU lock (ahead of
+waiting candidates), and candidates need only its outputs: its timing and profile (speedup,
+floor) are joined when the candidate is done. (3) execution: once both are ready, the candidate takes one of ``harness.resident`` tokens of a
 slot (a GPU), and a pre-spawned worker there loads the cached build and runs the trials beside
 the other resident candidates; the GPU lock (``_Slot.exclusive``) is held only for the timed
 calls, the profiled run, ncu and the parent's judging, and while it is held the slot's other
@@ -43,6 +44,7 @@ from rewards.harness import (
     cacheguard,
     cachewatch,
     floor,
+    gpulock,
     hostmem,
     pchwarm,
     precision,
@@ -224,7 +226,7 @@ class _Slot:
 
     def __init__(self, ev: Evaluator, index: int, gpu: str | None, depth: dict[str, int]):
         self.ev, self.index, self.gpu = ev, index, gpu
-        self.lock = threading.Lock()  # whoever times work on this device holds it (timings stay clean)
+        self.lock = gpulock.PriorityLock()  # whoever times work on this device holds it (timings stay clean)
         self.depth = depth  # spares kept per role: enough that the next one is warm when taken
         self.spares: dict[str, collections.deque[Worker]] = {r: collections.deque() for r in depth}
         self.members: set[Worker] = set()  # every live worker on this device: spares, candidates, references
@@ -280,22 +282,25 @@ class _Slot:
                 PAUSES.resume(w)
 
     @contextlib.contextmanager
-    def exclusive(self, acc: dict, what: str, label: str, exempt: Worker | None = None, quiet: bool = True):
-        """The device alone for ``what``: waits for ``lock`` (``acc["gpu_wait"]``), holds it with
-        the other workers stopped (``acc["gpu_held"]``) and logs the held interval in the
-        evaluator's ``timeline``. ``quiet=False``: the parent's own short work (judging)."""
+    def exclusive(self, acc: dict, what: str, label: str, exempt: Worker | None = None, quiet: bool = True,
+                  priority: int = gpulock.CANDIDATE):
+        """The device alone for ``what``: waits for ``lock`` (``acc["gpu_wait"]``; ``priority``:
+        gpulock.REFERENCE goes before waiting candidates), holds it with the other workers
+        stopped (``acc["gpu_held"]``) and logs the held interval in the evaluator's
+        ``timeline``. ``quiet=False``: the parent's own short work (judging)."""
         t0 = time.perf_counter()
-        with self.lock:
-            t1 = time.perf_counter()
-            try:
-                with self.quiet(exempt) if quiet else contextlib.nullcontext([]) as stopped:
-                    yield stopped
-            finally:
-                t2 = time.perf_counter()
-                acc["gpu_wait"] = acc.get("gpu_wait", 0.0) + t1 - t0
-                acc["gpu_held"] = acc.get("gpu_held", 0.0) + t2 - t1
-                self.ev.timeline.append({"kind": "gpu", "slot": self.index, "what": what, "label": label,
-                                         "start": t1, "end": t2})
+        self.lock.acquire(priority)
+        t1 = time.perf_counter()
+        try:
+            with self.quiet(exempt) if quiet else contextlib.nullcontext([]) as stopped:
+                yield stopped
+        finally:
+            t2 = time.perf_counter()
+            self.lock.release()
+            acc["gpu_wait"] = acc.get("gpu_wait", 0.0) + t1 - t0
+            acc["gpu_held"] = acc.get("gpu_held", 0.0) + t2 - t1
+            self.ev.timeline.append({"kind": "gpu", "slot": self.index, "what": what, "label": label,
+                                     "start": t1, "end": t2})
 
     def give_back(self, role: str, w: Worker, hello: cf.Future) -> None:
         """An unused worker taken for ``role`` (it ran no candidate code): a spare again while the
@@ -346,13 +351,19 @@ class _RefWorker:
 
 
 class _Ctx:
-    """A task's reference context in the cache: its future, the candidates still pending on it
+    """A task's reference context in the cache: its future (the outputs), the baseline's future
+    (its timing and profile, which may follow the outputs), the candidates still pending on it
     and the host memory admitted to it (released when none is left and the memory is wanted)."""
 
-    __slots__ = ("future", "users", "held")
+    __slots__ = ("future", "baseline", "users", "held")
 
     def __init__(self, future: cf.Future):
-        self.future, self.users, self.held = future, 0, 0
+        self.future, self.baseline, self.users, self.held = future, cf.Future(), 0, 0
+        self.baseline.set_running_or_notify_cancel()
+
+    def settled(self) -> bool:
+        """Outputs and baseline both done: nothing of the reference's work is in flight."""
+        return self.future.done() and self.baseline.done()
 
 
 class Evaluator:
@@ -590,7 +601,7 @@ class Evaluator:
             return
         self._fill_ref(ctx, r, ev)
         if ev.get("cache_entries") and not self._build_checked(task, src, r, ev):
-            fut.set_result(self._finish(r, t0))
+            self._join_baseline(ctx, r, fut, t0)
             return
         # host memory for its trial outputs (sent at once) before a token: a candidate waiting for
         # memory must not keep a token from one that fits
@@ -611,7 +622,27 @@ class Evaluator:
         finally:
             self.host.release("candidate", held)
             self._slots.put(slot)
-        fut.set_result(self._finish(r, t0))
+        self._join_baseline(ctx, r, fut, t0)
+
+    def _join_baseline(self, ctx: dict, r: EvalResult, fut: cf.Future, t0: float) -> None:
+        """Finish the candidate once its reference's baseline is there (usually already; else on
+        the reference's thread when it is, holding no exec thread or resident place meanwhile)."""
+        bf: cf.Future = ctx["baseline_future"]
+        t1 = time.perf_counter()
+
+        def done(_):
+            try:
+                r.evidence["phases_s"]["baseline_wait"] = time.perf_counter() - t1
+                try:
+                    self._fill_baseline(bf.result(), ctx, r, r.evidence)
+                except (WorkerRaised, WorkerDied, PhaseTimeout) as e:  # not the candidate's fault
+                    r.status, r.correct, r.speedup, r.speedup_vs_compile = "invalid", False, None, None
+                    r.error = f"reference failed: {e}"
+                fut.set_result(self._finish(r, t0))
+            except BaseException as e:  # noqa: BLE001 - a harness bug must reach the caller, not hang it
+                if not fut.done():
+                    fut.set_exception(e)
+        bf.add_done_callback(done)
 
     def _finish(self, r: EvalResult, t0: float) -> EvalResult:
         self.cache_watch.end(r, r.evidence)  # its workers are gone: did the cache move meanwhile?
@@ -714,7 +745,7 @@ class Evaluator:
             for k, e in list(self._ctx.items()):
                 if need is not None and self.host.fits(need):
                     break
-                if e.users == 0 and e.future.done():
+                if e.users == 0 and e.settled():  # a baseline still timing would be timed again
                     del self._ctx[k]
                     held, e.held = e.held, 0
                     self.host.release("context", held)
@@ -722,7 +753,9 @@ class Evaluator:
     def _task_context(self, k, e: _Ctx, task: Any, ov: dict) -> None:
         """Runs on a reference thread, once per (task, shapes), with a free reference worker
         (``harness.reference_workers`` of them: tasks prepare in parallel) and host memory for
-        its outputs (``harness.host_memory_gb``)."""
+        its outputs (``harness.host_memory_gb``). The outputs are published (``e.future``) before
+        the baseline is timed unless ``harness.candidates_wait_for_baseline``: candidates need
+        only the outputs to load, run trials and be timed; their speedup waits for ``e.baseline``."""
         t0 = time.perf_counter()
         rw = self._refs.get()
         pre = {"ref_queue_s": time.perf_counter() - t0}  # before prepare: where a slow reference waited
@@ -735,7 +768,7 @@ class Evaluator:
             t0 = time.perf_counter()
             e.held = self.host.acquire("context", need)
             pre["host_wait_s"] = time.perf_counter() - t0
-            ctx = self._prepare_task(rw, task, ov, pre)
+            ctx, tt = self._prepare_task(rw, task, ov, pre)
             with self._ctx_lock:
                 self._ctx_serial += 1
                 ctx["serial"] = self._ctx_serial
@@ -744,13 +777,23 @@ class Evaluator:
                 [ctx["trials"], ctx.get("trials_eval"), ctx["sets"], ctx["spot"]]))
             # a resident candidate's trial outputs: in its worker and in the memfd it sends them in
             ctx["candidate_bytes"] = 2 * len(self.cfg.trial_modes()) * sum(protocol.tensor_bytes(refs) for _, refs in ctx["trials"])
-            e.future.set_result(ctx)
+            ctx["baseline_future"] = e.baseline  # candidates join it after their own timing
+            if not self.cfg.candidates_wait_for_baseline:
+                e.future.set_result(ctx)
+            e.baseline.set_result(self._time_baseline(rw, task, ov, ctx, tt))
+            if not e.future.done():
+                e.future.set_result(ctx)
+            tt["cache_tampered"] = ctx.get("cache_tampered") or []
+            self.task_timings.append({k: round(v, 3) if isinstance(v, float) else v for k, v in tt.items()})
             if e.users == 0 and self.host.waiting():  # its candidates are gone already (failed builds)
                 self._evict_idle(None)
         except BaseException as err:  # noqa: BLE001 - the candidates waiting on it get the error
-            self.host.release("context", e.held)  # the failure stays cached: later candidates are invalid too
-            e.held = 0
-            e.future.set_exception(err)
+            if not e.baseline.done():
+                e.baseline.set_exception(err)
+            if not e.future.done():  # (outputs published already: they stay, and are evicted as usual)
+                self.host.release("context", e.held)  # the failure stays cached: later candidates are invalid too
+                e.held = 0
+                e.future.set_exception(err)
         finally:
             self._refs.put(rw)
 
@@ -770,7 +813,9 @@ class Evaluator:
         outs = sz["out_bytes"] * (c.trials * len(c.trial_modes()) + c.input_sets + c.spot_checks + 1)
         return 2 * (outs + sz["in_bytes"] * (c.trials + c.input_sets))
 
-    def _prepare_task(self, rw: _RefWorker, task: Any, ov: dict, pre: dict | None = None) -> dict:
+    def _prepare_task(self, rw: _RefWorker, task: Any, ov: dict, pre: dict | None = None) -> tuple[dict, dict]:
+        """The task's inputs and reference outputs (trials, timing sets, spot checks), and its
+        entry of ``task_timings`` (filled further by ``_time_baseline``)."""
         c = self.cfg
         tt = {"task": getattr(task, "id", task.hash), **(pre or {}), "prepare_s": 0.0, "compile_s": 0.0, "baseline_s": 0.0}
         t0 = time.perf_counter()
@@ -792,63 +837,68 @@ class Evaluator:
         ctx["refs_constant"] = _same([refs for _, refs in ctx["trials"]])
         ctx["unverifiable"] = unverifiable_reason(ctx["trials"], ctx["refs_constant"])
         ctx["spot"] = [(s, f, outs) for (s, f), outs in zip(job["spot_pairs"], ctx["spot"], strict=True)]
-        ctx["baseline"] = {}
-        if c.baselines:
-            bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls,
-                               {"model_mode": c.primary_mode(), "precision": c.precision})
-            tampered: list = []
-            base = baselines.load(bk, self.cache, c.cache_key_file, tampered)  # None unless its MAC verifies
-            ctx["cache_tampered"] = tampered  # re-measured below; candidates of this task report it
-            if base is not None:
-                self.cache_watch.baseline(bk, base)
-            if base is None or (self._system_job(ctx["dtype"]) and "ref_system_profile" not in base
-                                and "ref_profiling_error" not in base):  # a failed profile is not retried
-                compile_err = None
-                if c.compile_baseline and self.device == "cuda":
-                    # compilation is CPU work (up to minutes): it does not hold the GPU; its first
-                    # calls (autotuning) are stopped while a candidate's calls are timed
-                    t1 = time.perf_counter()
-                    compile_err = ask(rw.w, {"op": "compile", "warmup": c.warmup},
-                                      c.timeouts_s["baseline"]).get("compile_error")
-                    tt["compile_s"] = time.perf_counter() - t1
+        return ctx, tt
+
+    def _time_baseline(self, rw: _RefWorker, task: Any, ov: dict, ctx: dict, tt: dict) -> dict:
+        """The reference's timing and profile (``harness.baselines``): from the disk cache when a
+        record for this task, GPU, torch and shapes verifies, else measured in the GPU lock (ahead
+        of waiting candidates with ``harness.reference_lock_first``) and stored."""
+        c = self.cfg
+        if not c.baselines:
+            return {}
+        bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls,
+                           {"model_mode": c.primary_mode(), "precision": c.precision})
+        tampered: list = []
+        base = baselines.load(bk, self.cache, c.cache_key_file, tampered)  # None unless its MAC verifies
+        ctx["cache_tampered"] = tampered  # re-measured below; candidates of this task report it
+        if base is not None:
+            self.cache_watch.baseline(bk, base)
+        if base is None or (self._system_job(ctx["dtype"]) and "ref_system_profile" not in base
+                            and "ref_profiling_error" not in base):  # a failed profile is not retried
+            compile_err = None
+            if c.compile_baseline and self.device == "cuda":
+                # compilation is CPU work (up to minutes): it does not hold the GPU; its first
+                # calls (autotuning) are stopped while a candidate's calls are timed
                 t1 = time.perf_counter()
-                with rw.slot.exclusive(tt, "baseline", str(tt["task"]), rw.w):
-                    # the candidate's kind of plan (staged, scaled inputs), from a public seed
-                    plan = timing.make_plan(c.seed, c.input_sets, c.warmup, c.timed_calls * timing.rounds(self.device),
-                                            [], 0, self._scale())
-                    base = ask(rw.w, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls,
-                                      "plan": plan, "l2_flush_mb": c.l2_flush_mb, "profile": c.profile,
-                                      "system": self._system_job(ctx["dtype"]),
-                                      "profile_calls": c.profiling["system"]["reference_calls"]},
-                               c.timeouts_s["baseline"])
-                    with instrumentation(base, "profiling the reference with ncu"):
-                        self._ncu(base, "ref_system_profile", "ref_kernel_profile", "reference",
-                                  {"task_source": task.source, "overrides": ov}, ctx["dtype"], rw.slot.gpu)
-                    if "profiling_error" in base:
-                        base.setdefault("ref_profiling_error", base.pop("profiling_error"))
-                if self.device == "cuda" and c.profile:
-                    # CUPTI stays attached after a profiler session and slows later launches: the
-                    # next task's baseline is timed by a fresh reference worker (warming up now)
-                    rw.renew()
-                tt["baseline_s"] = time.perf_counter() - t1
-                if compile_err:
-                    base["compile_error"] = compile_err
-                base.update(device=self.device, gpu=self.info.get("gpu"), overrides=ov, task_hash=task.hash)
-                base["unverifiable"] = ctx["unverifiable"]
-                baselines.store(bk, base, self.cache, c.cache_key_file)
-                self.cache_watch.baseline(bk, base)
-            elif base.get("unverifiable", False) != ctx["unverifiable"]:  # a record from before the check
-                base["unverifiable"] = ctx["unverifiable"]
-                baselines.store(bk, base, self.cache, c.cache_key_file)
-                self.cache_watch.baseline(bk, base)
-            ctx["baseline"] = base
-        tt["cache_tampered"] = ctx.get("cache_tampered") or []
-        self.task_timings.append({k: round(v, 3) if isinstance(v, float) else v for k, v in tt.items()})
-        return ctx
+                compile_err = ask(rw.w, {"op": "compile", "warmup": c.warmup},
+                                  c.timeouts_s["baseline"]).get("compile_error")
+                tt["compile_s"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            prio = gpulock.REFERENCE if c.reference_lock_first else gpulock.CANDIDATE
+            with rw.slot.exclusive(tt, "baseline", str(tt["task"]), rw.w, priority=prio):
+                # the candidate's kind of plan (staged, scaled inputs), from a public seed
+                plan = timing.make_plan(c.seed, c.input_sets, c.warmup, c.timed_calls * timing.rounds(self.device),
+                                        [], 0, self._scale())
+                base = ask(rw.w, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls,
+                                  "plan": plan, "l2_flush_mb": c.l2_flush_mb, "profile": c.profile,
+                                  "system": self._system_job(ctx["dtype"]),
+                                  "profile_calls": c.profiling["system"]["reference_calls"]},
+                           c.timeouts_s["baseline"])
+                with instrumentation(base, "profiling the reference with ncu"):
+                    self._ncu(base, "ref_system_profile", "ref_kernel_profile", "reference",
+                              {"task_source": task.source, "overrides": ov}, ctx["dtype"], rw.slot.gpu)
+                if "profiling_error" in base:
+                    base.setdefault("ref_profiling_error", base.pop("profiling_error"))
+            if self.device == "cuda" and c.profile:
+                # CUPTI stays attached after a profiler session and slows later launches: the
+                # next task's baseline is timed by a fresh reference worker (warming up now)
+                rw.renew()
+            tt["baseline_s"] = time.perf_counter() - t1
+            if compile_err:
+                base["compile_error"] = compile_err
+            base.update(device=self.device, gpu=self.info.get("gpu"), overrides=ov, task_hash=task.hash)
+            base["unverifiable"] = ctx["unverifiable"]
+            baselines.store(bk, base, self.cache, c.cache_key_file)
+            self.cache_watch.baseline(bk, base)
+        elif base.get("unverifiable", False) != ctx["unverifiable"]:  # a record from before the check
+            base["unverifiable"] = ctx["unverifiable"]
+            baselines.store(bk, base, self.cache, c.cache_key_file)
+            self.cache_watch.baseline(bk, base)
+        return base
 
     def reference_profile(self, task: Any) -> dict:
         """The reference's profile (system and kernel level), for the Planner before any candidate."""
-        base = self._context_future(task).result()["baseline"]
+        base = self._context_future(task).result()["baseline_future"].result()
         out = {"ref_runtime_us": base.get("ref_runtime_us"), "system": base.get("ref_system_profile"),
                "kernel": base.get("ref_kernel_profile")}
         if base.get("ref_profiling_error"):  # why "system" is missing (one sentence)
@@ -1000,8 +1050,11 @@ class Evaluator:
         ev["model_mode"] = self.cfg.model_mode
         if ctx.get("unverifiable"):
             ev["unverifiable"] = ctx["unverifiable"]
+
+    def _fill_baseline(self, base: dict, ctx: dict, r: EvalResult, ev: dict) -> None:
+        """What comes from the reference's timing and profile: its runtime, the speedup, the
+        physical floor, the reference's profile (joined after the candidate's own timing)."""
         cacheguard.note(ev, ctx.get("cache_tampered"))  # the cached baseline failed its MAC: measured again
-        base = ctx["baseline"]
         r.ref_runtime_us, r.ref_compile_runtime_us = base.get("ref_runtime_us"), base.get("ref_compile_runtime_us")
         fl, why = floor.physical_floor(ctx["ref_flops"], ctx["ref_bytes"], ctx["dtype"], self.cfg.ceilings,
                                        self.cfg.tf32_allowed(), r.ref_runtime_us)
@@ -1016,6 +1069,11 @@ class Evaluator:
         for k in ("ref_system_profile", "ref_kernel_profile"):
             if base.get(k):
                 ev[k] = base[k]
+        if ev.get("spot_check_failed") is False:  # timed, and every spot check agreed
+            if r.ref_runtime_us and r.runtime_us:
+                r.speedup = r.ref_runtime_us / r.runtime_us
+            if r.ref_compile_runtime_us and r.runtime_us:
+                r.speedup_vs_compile = r.ref_compile_runtime_us / r.runtime_us
 
     def _execute(self, slot: _Slot, src: str, ctx: dict, r: EvalResult, ev: dict) -> None:
         c, t, ph = self.cfg, self.cfg.timeouts_s, ev["phases_s"]
@@ -1284,11 +1342,6 @@ class Evaluator:
         ev["timing_inputs_scaled"] = self._scale() is not None
         if bad:
             r.status, r.correct, r.error = "incorrect", False, "a timed call's output disagreed with the reference"
-            return
-        if r.ref_runtime_us and r.runtime_us:
-            r.speedup = r.ref_runtime_us / r.runtime_us
-        if r.ref_compile_runtime_us and r.runtime_us:
-            r.speedup_vs_compile = r.ref_compile_runtime_us / r.runtime_us
 
 
 def evaluate(task: Any, candidate_source: str, config: HarnessConfig | dict | None = None) -> EvalResult:

@@ -1,0 +1,86 @@
+"""A candidate needs only its reference's outputs: it is loaded, tried and timed while the
+reference's baseline is still to come, and its speedup is filled in when the baseline is there
+(CPU, a pure-Python candidate; the reference's timing is held back by the test)."""
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mining.tasks import load_file
+from rewards.harness import Evaluator
+from rewards.harness import evaluator as evmod
+
+CANDS = Path(__file__).parent / "candidates"
+LEGIT = (CANDS / "py_probe.py").read_text().replace("        PROBE", "        pass")
+pytestmark = pytest.mark.slow
+
+
+def _held_baseline(monkeypatch, fail: bool = False) -> threading.Event:
+    gate, real = threading.Event(), evmod.Evaluator._time_baseline
+
+    def held(self, *a, **k):
+        assert gate.wait(120)
+        if fail:
+            raise evmod.WorkerRaised("RuntimeError: the reference's timing failed")
+        return real(self, *a, **k)
+    monkeypatch.setattr(evmod.Evaluator, "_time_baseline", held)
+    return gate
+
+
+def _cfg(tmp_path, **kw) -> dict:
+    return {"device": "cpu", "cache_dir": str(tmp_path), "timed_calls": 10, "warmup": 1,
+            "timeouts_s": {"correctness": 30, "timing": 30}, **kw}
+
+
+def _until(cond, limit: float = 120.0) -> bool:
+    end = time.time() + limit
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _timed(ev) -> bool:
+    return any(x["kind"] == "gpu" and x["what"] == "time" for x in list(ev.timeline))
+
+
+def test_the_candidate_is_timed_before_the_baseline_and_gets_its_speedup_after(tmp_path, monkeypatch):
+    gate = _held_baseline(monkeypatch)
+    task = load_file(CANDS / "tiny_task.py")
+    with Evaluator(_cfg(tmp_path)) as ev:
+        fut = ev.submit(task, LEGIT)
+        assert _until(lambda: _timed(ev)), "the candidate was not timed while the baseline was held"
+        time.sleep(0.5)
+        assert not fut.done()  # its result waits for the reference's runtime
+        gate.set()
+        r = fut.result(120)
+    assert r.status == "ok" and r.correct, (r.error, r.log_tail)
+    assert r.ref_runtime_us > 0 and r.speedup == pytest.approx(r.ref_runtime_us / r.runtime_us)
+    assert r.evidence["phases_s"]["baseline_wait"] > 0.4
+
+
+def test_waiting_for_the_baseline_first_is_a_setting(tmp_path, monkeypatch):
+    gate = _held_baseline(monkeypatch)
+    task = load_file(CANDS / "tiny_task.py")
+    with Evaluator(_cfg(tmp_path, candidates_wait_for_baseline=True)) as ev:
+        fut = ev.submit(task, LEGIT)
+        time.sleep(8)  # a build-free candidate is loaded and timed in ~2-3 s once it may start
+        assert not [x for x in list(ev.timeline) if x["kind"] == "phase"] and not fut.done()
+        gate.set()
+        r = fut.result(120)
+    assert r.status == "ok" and r.speedup == pytest.approx(r.ref_runtime_us / r.runtime_us)
+
+
+def test_a_baseline_that_fails_after_the_candidate_ran_makes_it_invalid(tmp_path, monkeypatch):
+    gate = _held_baseline(monkeypatch, fail=True)
+    task = load_file(CANDS / "tiny_task.py")
+    with Evaluator(_cfg(tmp_path)) as ev:
+        fut = ev.submit(task, LEGIT)
+        assert _until(lambda: _timed(ev))
+        gate.set()
+        r = fut.result(120)
+    assert (r.status, r.correct, r.speedup) == ("invalid", False, None)
+    assert r.error.startswith("reference failed:") and "timing failed" in r.error
