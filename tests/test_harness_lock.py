@@ -404,8 +404,9 @@ def test_a_renewed_reference_worker_is_a_warm_spare(tmp_path):
 def test_reference_spares_default_only_where_references_are_renewed():
     from rewards.harness.config import HarnessConfig
 
-    c = HarnessConfig.from_mapping({})
+    c = HarnessConfig.from_mapping({})  # the reference is profiled apart: its worker is never renewed
+    assert c.n_reference_spares("cuda") == 0 and c.n_reference_spares("cpu") == 0
+    c = HarnessConfig.from_mapping({"profile_reference_apart": False})  # profiled there, renewed after each task
     assert c.n_reference_spares("cuda") == c.n_reference_workers("cuda") == 4
-    assert c.n_reference_spares("cpu") == 0
     assert HarnessConfig.from_mapping({"profile": False}).n_reference_spares("cuda") == 0
     assert HarnessConfig.from_mapping({"reference_spares": 2}).n_reference_spares("cpu") == 2

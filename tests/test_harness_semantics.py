@@ -9,13 +9,14 @@ import concurrent.futures as cf
 import contextlib
 import doctest
 import textwrap
+import types
 
 import pytest
 import torch
 import torch.nn as nn
 
 from mining.tasks import load_file
-from rewards.harness import Evaluator, baselines, floor, precision, sysprof
+from rewards.harness import Evaluator, baselines, floor, gpulock, precision, sysprof
 from rewards.harness import evaluator as evmod
 from rewards.harness.config import HarnessConfig
 from rewards.harness.result import EvalResult
@@ -538,3 +539,53 @@ def test_ncu_failure_is_a_profiling_error_not_a_verdict(monkeypatch):
     e = {"phases_s": {}}
     ev._profile(_FakeSlot(), {}, "src", ctx, e, timed, [], _early())
     assert "profiling_error" not in e  # no ncu on the machine is not a failure
+
+
+def _profile_reference_with(monkeypatch, answer, early: bool = True):
+    """``Evaluator._profile_reference`` against a fake slot and profiler worker: the ops sent,
+    each with whether the GPU lock was held, the record it filled and the workers dropped."""
+    ev = Evaluator({"device": "cpu", "profile_warm_early": early})
+    slot, calls, dropped, pw = _LockSlot(), [], [], object()
+    monkeypatch.setattr(ev, "_early_profiler", lambda s: (pw, _early()[1]))
+    monkeypatch.setattr(ev, "_drop", dropped.append)
+
+    def ask(w, job, limit):
+        assert w is pw
+        calls.append((job["op"], slot.locked))
+        return answer(job)
+    monkeypatch.setattr(evmod, "ask", ask)
+    base, ctx = {}, {"sets": [([torch.zeros(1)], [])], "dtype": "float32"}
+    ev._profile_reference(slot, types.SimpleNamespace(source="SRC", hash="h"), {"B": 2}, ctx, base,
+                          {"task": "t1"}, gpulock.REFERENCE)
+    return base, calls, dropped == [pw]
+
+
+def test_the_reference_is_profiled_apart_like_a_candidate(monkeypatch):
+    """Loaded from the task source in a profiler worker, warmed outside the lock, only the run
+    inside it; the trace's kernels and system profile go into the baseline record."""
+    sent = {}
+
+    def answer(job):
+        sent[job["op"]] = job
+        if job["op"] == "profile_summary":
+            return {"kernels": [{"name": "k", "origin": "torch"}], "system_profile": {"top": []}}
+        return {}
+    base, calls, dropped = _profile_reference_with(monkeypatch, answer)
+    assert calls == [("load_reference", False), ("warm", False), ("profile", True), ("profile_summary", False)]
+    assert sent["load_reference"]["task_source"] == "SRC" and sent["load_reference"]["overrides"] == {"B": 2}
+    assert sent["profile"]["warm"] is False and sent["warm"]["sets"] == sent["profile"]["sets"]
+    assert base == {"ref_kernels": [{"name": "k"}], "ref_system_profile": {"top": []}} and dropped
+    _, calls, _ = _profile_reference_with(monkeypatch, answer, early=False)
+    assert calls == [("load_reference", False), ("profile", True), ("profile_summary", False)]
+
+
+@pytest.mark.parametrize("exc", [evmod.WorkerRaised("RuntimeError: CUPTI_ERROR_UNKNOWN"),
+                                 evmod.WorkerDied("killed by SIGSEGV"), evmod.PhaseTimeout("no answer in 5 s")])
+def test_a_failed_reference_profile_is_a_profiling_error_and_its_worker_goes(monkeypatch, exc):
+    def answer(job):
+        if job["op"] == "profile":
+            raise exc
+        return {}
+    base, _, dropped = _profile_reference_with(monkeypatch, answer)
+    assert base["ref_profiling_error"].startswith(f"profiling the reference failed ({type(exc).__name__}")
+    assert "ref_kernels" not in base and dropped

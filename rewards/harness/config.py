@@ -44,6 +44,7 @@ class HarnessConfig:
     reference_spares: Any = "auto"  # warm reference processes kept per GPU; auto: one per reference worker where they are renewed (cuda + profile), else 0
     host_memory_patience_s: float = 30.0  # how long a waiter that does not fit may be passed by ones that do
     reference_workers: Any = "auto"  # auto: 4 on cuda, 2 on cpu; tasks whose references prepare in parallel (only their timing takes the GPU lock)
+    profile_reference_apart: bool = True  # the reference's profiled run in a profiler worker: no CUPTI in the reference worker, which then times the next task without a restart
     reference_lock_first: bool = True  # a reference waiting to time its baseline gets the GPU lock before waiting candidates
     candidates_wait_for_baseline: bool = False  # False: a candidate starts on its reference's outputs; the baseline is joined at the end
     timeline_entries: int = 4096  # Evaluator.timeline: the last GPU-lock sections and phases, for checks
@@ -176,11 +177,13 @@ class HarnessConfig:
         return device == "cuda" if p == "auto" else bool(p)
 
     def n_reference_spares(self, device: str) -> int:
-        """Warm reference processes per slot: on a GPU with profiling every task's baseline is
-        timed by a fresh process (CUPTI slows a used one), whose start-up and FlopCounterMode
-        warm-up otherwise delay the next task by ~10 s."""
+        """Warm reference processes per slot: where the reference worker profiles (GPU, profiling,
+        not ``profile_reference_apart``) every task's baseline is timed by a fresh process (CUPTI
+        slows a used one), whose start-up and FlopCounterMode warm-up otherwise delay the next
+        task by ~10 s."""
         if self.reference_spares == "auto":
-            return self.n_reference_workers(device) if device == "cuda" and self.profile else 0
+            renewed = device == "cuda" and self.profile and not self.profile_reference_apart
+            return self.n_reference_workers(device) if renewed else 0
         return max(0, int(self.reference_spares))
 
     def primary_mode(self) -> str:

@@ -432,7 +432,8 @@ class Evaluator:
         for i in range(1, n_ref):
             self._refs.put(_RefWorker(self._all_slots[i % len(self._all_slots)]))
         self._build_pool = cf.ThreadPoolExecutor(self.n_build, thread_name_prefix="km-build")
-        self._ref_pool = cf.ThreadPoolExecutor(n_ref, thread_name_prefix="km-ref")
+        # twice the workers: a thread profiling its reference apart has given its worker back
+        self._ref_pool = cf.ThreadPoolExecutor(2 * n_ref, thread_name_prefix="km-ref")
         self._exec_pool = cf.ThreadPoolExecutor(n_exec * self.resident, thread_name_prefix="km-exec")
         self._hello_pool = cf.ThreadPoolExecutor(n_exec * self.resident, thread_name_prefix="km-hello")
         return self
@@ -759,6 +760,12 @@ class Evaluator:
         t0 = time.perf_counter()
         rw = self._refs.get()
         pre = {"ref_queue_s": time.perf_counter() - t0}  # before prepare: where a slow reference waited
+        given: list = []
+
+        def give_back() -> None:  # the worker's part is done: the next task may use it meanwhile
+            if not given:
+                given.append(rw)
+                self._refs.put(rw)
         try:
             t0 = time.perf_counter()
             rw.ready(self.cfg.timeouts_s.get("start", 120))
@@ -780,7 +787,7 @@ class Evaluator:
             ctx["baseline_future"] = e.baseline  # candidates join it after their own timing
             if not self.cfg.candidates_wait_for_baseline:
                 e.future.set_result(ctx)
-            e.baseline.set_result(self._time_baseline(rw, task, ov, ctx, tt))
+            e.baseline.set_result(self._time_baseline(rw, task, ov, ctx, tt, give_back))
             if not e.future.done():
                 e.future.set_result(ctx)
             tt["cache_tampered"] = ctx.get("cache_tampered") or []
@@ -795,7 +802,7 @@ class Evaluator:
                 e.held = 0
                 e.future.set_exception(err)
         finally:
-            self._refs.put(rw)
+            give_back()
 
     def _context_bytes(self, rw: _RefWorker, task: Any, ov: dict) -> int:
         """Host bytes a context needs while it is prepared: every trial's and spot check's outputs
@@ -839,10 +846,11 @@ class Evaluator:
         ctx["spot"] = [(s, f, outs) for (s, f), outs in zip(job["spot_pairs"], ctx["spot"], strict=True)]
         return ctx, tt
 
-    def _time_baseline(self, rw: _RefWorker, task: Any, ov: dict, ctx: dict, tt: dict) -> dict:
+    def _time_baseline(self, rw: _RefWorker, task: Any, ov: dict, ctx: dict, tt: dict, give_back) -> dict:
         """The reference's timing and profile (``harness.baselines``): from the disk cache when a
         record for this task, GPU, torch and shapes verifies, else measured in the GPU lock (ahead
-        of waiting candidates with ``harness.reference_lock_first``) and stored."""
+        of waiting candidates with ``harness.reference_lock_first``) and stored. ``give_back``
+        returns the reference worker to the pool once its part is done (before a profile apart)."""
         c = self.cfg
         if not c.baselines:
             return {}
@@ -865,25 +873,29 @@ class Evaluator:
                 tt["compile_s"] = time.perf_counter() - t1
             t1 = time.perf_counter()
             prio = gpulock.REFERENCE if c.reference_lock_first else gpulock.CANDIDATE
+            profile = self.device == "cuda" and c.profile
+            apart = profile and c.profile_reference_apart
             with rw.slot.exclusive(tt, "baseline", str(tt["task"]), rw.w, priority=prio):
                 # the candidate's kind of plan (staged, scaled inputs), from a public seed
                 plan = timing.make_plan(c.seed, c.input_sets, c.warmup, c.timed_calls * timing.rounds(self.device),
                                         [], 0, self._scale())
                 base = ask(rw.w, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls,
-                                  "plan": plan, "l2_flush_mb": c.l2_flush_mb, "profile": c.profile,
+                                  "plan": plan, "l2_flush_mb": c.l2_flush_mb, "profile": profile and not apart,
                                   "system": self._system_job(ctx["dtype"]),
                                   "profile_calls": c.profiling["system"]["reference_calls"]},
                            c.timeouts_s["baseline"])
-                with instrumentation(base, "profiling the reference with ncu"):
-                    self._ncu(base, "ref_system_profile", "ref_kernel_profile", "reference",
-                              {"task_source": task.source, "overrides": ov}, ctx["dtype"], rw.slot.gpu)
-                if "profiling_error" in base:
-                    base.setdefault("ref_profiling_error", base.pop("profiling_error"))
-            if self.device == "cuda" and c.profile:
+                if not apart:
+                    self._ncu_reference(base, task, ov, ctx, rw.slot)
+            if profile and not apart:
                 # CUPTI stays attached after a profiler session and slows later launches: the
                 # next task's baseline is timed by a fresh reference worker (warming up now)
                 rw.renew()
             tt["baseline_s"] = time.perf_counter() - t1
+            if apart:
+                give_back()
+                t2 = time.perf_counter()
+                self._profile_reference(rw.slot, task, ov, ctx, base, tt, prio)
+                tt["ref_profile_s"] = time.perf_counter() - t2
             if compile_err:
                 base["compile_error"] = compile_err
             base.update(device=self.device, gpu=self.info.get("gpu"), overrides=ov, task_hash=task.hash)
@@ -895,6 +907,43 @@ class Evaluator:
             baselines.store(bk, base, self.cache, c.cache_key_file)
             self.cache_watch.baseline(bk, base)
         return base
+
+    def _ncu_reference(self, base: dict, task: Any, ov: dict, ctx: dict, slot: _Slot) -> None:
+        with instrumentation(base, "profiling the reference with ncu"):
+            self._ncu(base, "ref_system_profile", "ref_kernel_profile", "reference",
+                      {"task_source": task.source, "overrides": ov}, ctx["dtype"], slot.gpu)
+        if "profiling_error" in base:
+            base.setdefault("ref_profiling_error", base.pop("profiling_error"))
+
+    def _profile_reference(self, slot: _Slot, task: Any, ov: dict, ctx: dict, base: dict, tt: dict, prio: int) -> None:
+        """The reference's profiled run in a profiler worker of the slot, as a candidate's is: its
+        warming forward outside the lock (``profile_warm_early``), the run alone in it, the trace
+        read after, then ncu. A failure is ``ref_profiling_error`` (instrumentation, not the task)."""
+        c, t, label = self.cfg, self.cfg.timeouts_s, str(tt["task"])
+        pw, hello = self._early_profiler(slot)
+        xs, warm_early = [ctx["sets"][0][0]], c.profile_warm_early
+        try:
+            hello.result()
+            ask(pw, {"op": "load_reference", "task_source": task.source, "overrides": ov, "seed": c.seed,
+                     "device": self.device, "model_mode": c.model_mode}, t["correctness"])
+            if warm_early:
+                ask(pw, {"op": "warm", "sets": xs}, t["timing"])
+            with slot.exclusive(tt, "profile", label, pw, priority=prio):  # the run only
+                ask(pw, {"op": "profile", "sets": xs, "calls": c.profiling["system"]["reference_calls"],
+                         "warm": not warm_early, "system": self._system_job(ctx["dtype"]), "defer": True}, t["timing"])
+            p = ask(pw, {"op": "profile_summary"}, t["timing"])
+        except Exception as e:  # noqa: BLE001 - the harness's measuring failed, not the task
+            base["ref_profiling_error"] = f"profiling the reference failed ({type(e).__name__}: {str(e).strip()[:300]})"
+            return
+        finally:
+            self._drop(pw)
+        base["ref_kernels"] = [{k: v for k, v in d.items() if k != "origin"} for d in p.get("kernels", [])]
+        for k in ("system_profile", "system_events"):
+            if k in p:
+                base["ref_" + k] = p[k]
+        due = self._ncu_due(base, "ref_system_profile", "reference")
+        with slot.exclusive(tt, "ncu", label, priority=prio) if due else contextlib.nullcontext():
+            self._ncu_reference(base, task, ov, ctx, slot)
 
     def reference_profile(self, task: Any) -> dict:
         """The reference's profile (system and kernel level), for the Planner before any candidate."""

@@ -250,6 +250,25 @@ class Candidate:
         return profile_summary(*deferred)
 
 
+class ReferenceRun(Candidate):
+    """The reference model in a profiler worker, for its profiled run only (``warm``, ``profile``,
+    ``profile_summary``): built as the reference worker builds it, from the task's source alone.
+    Profiling it here keeps CUPTI out of the reference worker, whose next task is timed there."""
+
+    def __init__(self, job: dict):
+        self.device = job["device"]
+        ref = load_module(job["task_source"], job["overrides"], name="reference")
+        torch.manual_seed(job["seed"])
+        init = ref.get_init_inputs()
+        torch.manual_seed(job["seed"])
+        model = ref.Model(*init)
+        self.model = model.to(self.device) if isinstance(model, torch.nn.Module) else model
+        set_mode(self.model, job.get("model_mode", "train"))
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        self.build = {"cuda_sources": []}
+
+
 def profile_model(model, xs: list, calls: int, declared: list[str], system: dict | None = None) -> dict:
     return profile_summary(profile_record(model, xs, calls, system), declared, calls, system)
 
@@ -449,6 +468,8 @@ def main() -> None:
             elif op == "load":
                 state["cand"] = Candidate(job)
                 res = {"build": state["cand"].build}
+            elif op == "load_reference":
+                state["cand"], res = ReferenceRun(job), {}
             elif op == "trials":
                 res = {"trials": state["cand"].trials(job["sets"], job.get("seeds"), job.get("modes"))}
                 res.update(precision_evidence())  # an incorrect candidate's flags are evidence too
