@@ -243,8 +243,7 @@ def test_config_keys_for_scheduling():
 
     c = HarnessConfig.from_mapping({})
     assert (c.n_resident("cuda"), c.n_resident("cpu")) == (6, 2)
-    assert c.n_profiler_spares("cuda") == 6 + 4  # one per resident candidate and per reference worker
-    assert HarnessConfig.from_mapping({"profile_reference_apart": False}).n_profiler_spares("cuda") == 6
+    assert c.n_profiler_spares("cuda") == 6  # one per resident candidate
     assert HarnessConfig.from_mapping({"profiler_spares": 2}).n_profiler_spares("cuda") == 2
     assert (c.n_reference_workers("cuda"), c.n_reference_workers("cpu")) == (4, 2)
     assert HarnessConfig.from_mapping({"resident": 1}).n_resident("cuda") == 1

@@ -159,10 +159,9 @@ class HarnessConfig:
         return max(1, int(self.resident))
 
     def n_profiler_spares(self, device: str) -> int:
-        """Warm profiler workers per slot: each resident candidate takes one when it starts, and
-        each reference worker's task one after its timing (``profile_reference_apart``)."""
+        """Warm profiler workers per slot: each resident candidate takes one when it starts."""
         if self.profiler_spares == "auto":
-            return self.n_resident(device) + (self.n_reference_workers(device) if self.profile_reference_apart else 0)
+            return self.n_resident(device)
         return max(1, int(self.profiler_spares))
 
     def n_reference_workers(self, device: str) -> int:
