@@ -10,6 +10,7 @@ candidate code, so its timings come from a clean process).
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 import time
@@ -484,6 +485,11 @@ def main() -> None:
             elif op == "size":
                 res = Reference.size(job)
             elif op == "prepare":
+                if state.pop("ref", None) is not None and torch.cuda.is_available():
+                    # a reference worker is kept across tasks: the last task's model gives its GPU
+                    # memory back rather than staying in this process's cache beside the next one
+                    gc.collect()
+                    torch.cuda.empty_cache()
                 state["ref"] = Reference()
                 res = state["ref"].prepare(job)
             elif op == "compile":
