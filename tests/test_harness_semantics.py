@@ -8,8 +8,10 @@ small tasks written here, each hack-or-quirk case next to a legitimate twin.
 import concurrent.futures as cf
 import contextlib
 import doctest
+import os
 import textwrap
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -589,3 +591,28 @@ def test_a_failed_reference_profile_is_a_profiling_error_and_its_worker_goes(mon
     base, _, dropped = _profile_reference_with(monkeypatch, answer)
     assert base["ref_profiling_error"].startswith(f"profiling the reference failed ({type(exc).__name__}")
     assert "ref_kernels" not in base and dropped
+
+
+def test_the_profiler_workers_reference_is_the_reference_workers_model(tmp_path):
+    """``load_reference`` builds the model the reference worker prepared and timed: same
+    parameters (same seeding), same mode; its warming forward runs."""
+    import subprocess
+    import sys
+
+    task = (Path(__file__).parent / "candidates" / "tiny_task.py").read_text()
+    code = textwrap.dedent(f"""
+        import torch
+        from rewards.harness import worker
+        job = {{"task_source": {task!r}, "overrides": {{}}, "seed": 7, "device": "cpu", "model_mode": "eval",
+               "trial_seeds": [8], "set_seeds": [9, 10, 11]}}
+        ref = worker.Reference()
+        ref.prepare(job)
+        run = worker.ReferenceRun(job)
+        same = all(torch.equal(a, b) for a, b in zip(ref.model.state_dict().values(), run.model.state_dict().values()))
+        run.warm({{"sets": [ref.sets[0]]}})
+        print(same, run.model.training, run.build)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "True False {'cuda_sources': []}", out.stdout

@@ -908,6 +908,21 @@ class Evaluator:
             self.cache_watch.baseline(bk, base)
         return base
 
+    def _profiled_run(self, slot: _Slot, pw: Worker, send, ctx: dict, calls: int, acc: dict, label: str,
+                      priority: int = gpulock.CANDIDATE) -> dict:
+        """A loaded profiler worker's profiled run on the task's first timing set, and its summary:
+        the first forward (lazy kernel loading, cuDNN's algorithm search: 2.4-3 s of lock time for
+        conv models on the H100) outside the lock with ``profile_warm_early``, paused like trials;
+        only the run inside it; the trace read after. ``send(name, job, limit)`` asks ``pw``."""
+        c, t = self.cfg, self.cfg.timeouts_s
+        xs = [ctx["sets"][0][0]]
+        if c.profile_warm_early:
+            send("profile_warm", {"op": "warm", "sets": xs}, t["timing"])
+        with slot.exclusive(acc, "profile", label, pw, priority=priority):
+            send("profile", {"op": "profile", "sets": xs, "calls": calls, "warm": not c.profile_warm_early,
+                             "system": self._system_job(ctx["dtype"]), "defer": True}, t["timing"])
+        return send("profile_summary", {"op": "profile_summary"}, t["timing"])
+
     def _ncu_reference(self, base: dict, task: Any, ov: dict, ctx: dict, slot: _Slot) -> None:
         with instrumentation(base, "profiling the reference with ncu"):
             self._ncu(base, "ref_system_profile", "ref_kernel_profile", "reference",
@@ -919,19 +934,14 @@ class Evaluator:
         """The reference's profiled run in a profiler worker of the slot, as a candidate's is: its
         warming forward outside the lock (``profile_warm_early``), the run alone in it, the trace
         read after, then ncu. A failure is ``ref_profiling_error`` (instrumentation, not the task)."""
-        c, t, label = self.cfg, self.cfg.timeouts_s, str(tt["task"])
+        c, label = self.cfg, str(tt["task"])
         pw, hello = self._early_profiler(slot)
-        xs, warm_early = [ctx["sets"][0][0]], c.profile_warm_early
         try:
             hello.result()
             ask(pw, {"op": "load_reference", "task_source": task.source, "overrides": ov, "seed": c.seed,
-                     "device": self.device, "model_mode": c.model_mode}, t["correctness"])
-            if warm_early:
-                ask(pw, {"op": "warm", "sets": xs}, t["timing"])
-            with slot.exclusive(tt, "profile", label, pw, priority=prio):  # the run only
-                ask(pw, {"op": "profile", "sets": xs, "calls": c.profiling["system"]["reference_calls"],
-                         "warm": not warm_early, "system": self._system_job(ctx["dtype"]), "defer": True}, t["timing"])
-            p = ask(pw, {"op": "profile_summary"}, t["timing"])
+                     "device": self.device, "model_mode": c.model_mode}, c.timeouts_s["correctness"])
+            p = self._profiled_run(slot, pw, lambda name, job, limit: ask(pw, job, limit), ctx,
+                                   c.profiling["system"]["reference_calls"], tt, label, prio)
         except Exception as e:  # noqa: BLE001 - the harness's measuring failed, not the task
             base["ref_profiling_error"] = f"profiling the reference failed ({type(e).__name__}: {str(e).strip()[:300]})"
             return
@@ -1254,14 +1264,8 @@ class Evaluator:
             if isinstance(hello, dict) and hello.get("warm_up_error"):  # why a later profile op may fail
                 ev["profiler_warm_up_error"] = hello["warm_up_error"][:300]
             timed("profile_load", job, t["correctness"], pw)
-            xs = [ctx["sets"][0][0]]
-            if c.profile_warm_early:  # its first forward (lazy kernel loading, cuDNN's algorithm search:
-                # 2.4-3 s of lock time for conv models on the H100) runs outside the lock, paused like trials
-                timed("profile_warm", {"op": "warm", "sets": xs}, t["timing"], pw)
-            with slot.exclusive(ph, "profile", label, pw):  # the run only: the trace is read after
-                timed("profile", {"op": "profile", "sets": xs, "calls": c.profile_calls, "warm": not c.profile_warm_early,
-                                  "system": self._system_job(ctx["dtype"]), "defer": True}, t["timing"], pw)
-            prof = timed("profile_summary", {"op": "profile_summary"}, t["timing"], pw)
+            prof = self._profiled_run(slot, pw, lambda name, job, limit: timed(name, job, limit, pw), ctx,
+                                      c.profile_calls, ph, label)
             prof.pop("op_s", None)
             ev.update(prof)
         if "profiling_error" in ev:

@@ -251,6 +251,20 @@ class Candidate:
         return profile_summary(*deferred)
 
 
+def reference_model(job: dict):
+    """The task's reference module and its ``Model`` as every reference process builds it: init
+    inputs and construction under ``job["seed"]``, on ``job["device"]``, in ``job["model_mode"]``
+    (the reference worker and the profiler worker then hold the same parameters)."""
+    ref = load_module(job["task_source"], job["overrides"], name="reference")
+    torch.manual_seed(job["seed"])
+    init = ref.get_init_inputs()
+    torch.manual_seed(job["seed"])
+    model = ref.Model(*init)
+    model = model.to(job["device"]) if isinstance(model, torch.nn.Module) else model
+    set_mode(model, job.get("model_mode", "train"))
+    return ref, model
+
+
 class ReferenceRun(Candidate):
     """The reference model in a profiler worker, for its profiled run only (``warm``, ``profile``,
     ``profile_summary``): built as the reference worker builds it, from the task's source alone.
@@ -258,13 +272,7 @@ class ReferenceRun(Candidate):
 
     def __init__(self, job: dict):
         self.device = job["device"]
-        ref = load_module(job["task_source"], job["overrides"], name="reference")
-        torch.manual_seed(job["seed"])
-        init = ref.get_init_inputs()
-        torch.manual_seed(job["seed"])
-        model = ref.Model(*init)
-        self.model = model.to(self.device) if isinstance(model, torch.nn.Module) else model
-        set_mode(self.model, job.get("model_mode", "train"))
+        _, self.model = reference_model(job)
         if self.device == "cuda":
             torch.cuda.synchronize()
         self.build = {"cuda_sources": []}
@@ -326,16 +334,9 @@ class Reference:
         return {"in_bytes": protocol.tensor_bytes(xs), "out_bytes": protocol.tensor_bytes(outs)}
 
     def prepare(self, job: dict) -> dict:
-        dev = job["device"]
+        dev, mode = job["device"], job.get("model_mode", "train")
         marks = [("start", time.perf_counter())]  # where a slow prepare spends its time (task_timings)
-        ref = load_module(job["task_source"], job["overrides"], name="reference")
-        torch.manual_seed(job["seed"])
-        init = ref.get_init_inputs()
-        torch.manual_seed(job["seed"])
-        model = ref.Model(*init)
-        model = model.to(dev) if isinstance(model, torch.nn.Module) else model
-        mode = job.get("model_mode", "train")
-        set_mode(model, mode)
+        ref, model = reference_model(job)
         self.model, self.device = model, dev
         marks.append(("construct", time.perf_counter()))
 
