@@ -89,3 +89,31 @@ def test_a_baseline_that_fails_after_the_candidate_ran_makes_it_invalid(tmp_path
         r = fut.result(120)
     assert (r.status, r.correct, r.speedup) == ("invalid", False, None)
     assert r.error.startswith("reference failed:") and "timing failed" in r.error
+
+
+def test_a_profile_left_to_run_frees_the_reference_worker_for_the_next_task(tmp_path, monkeypatch):
+    """``_time_baseline`` may leave the reference's profile to a thread of its own (GPU runs,
+    ``reference_profilers``): the one reference worker then prepares the next task at once, and
+    the first task's candidate gets its speedup when that profile is done."""
+    gate, real = threading.Event(), evmod.Evaluator._time_baseline
+
+    def rest_later(self, rw, task, *a, **k):
+        base, rest = real(self, rw, task, *a, **k)
+        assert rest is None  # CPU: nothing is profiled; the test stands in for the GPU's profile
+        if "BATCH = 8" not in task.source:
+            return base, None
+        return None, lambda: gate.wait(120) and base
+    monkeypatch.setattr(evmod.Evaluator, "_time_baseline", rest_later)
+    first = load_file(CANDS / "tiny_task.py")
+    (tmp_path / "other_task.py").write_text(first.source.replace("BATCH = 8", "BATCH = 4"))
+    second = load_file(tmp_path / "other_task.py")
+    with Evaluator(_cfg(tmp_path / "cache", reference_workers=1)) as ev:
+        f1 = ev.submit(first, LEGIT)
+        assert _until(lambda: _timed(ev))
+        f2 = ev.submit(second, LEGIT)
+        r2 = f2.result(120)  # prepared and baselined by the one worker while the first's profile waits
+        assert r2.status == "ok" and r2.speedup is not None and not f1.done()
+        gate.set()
+        r1 = f1.result(120)
+    assert r1.status == "ok" and r1.speedup == pytest.approx(r1.ref_runtime_us / r1.runtime_us)
+    assert [t["task"] for t in ev.task_timings] == [second.id, first.id]

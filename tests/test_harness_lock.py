@@ -246,6 +246,8 @@ def test_config_keys_for_scheduling():
     assert c.n_profiler_spares("cuda") == 6  # one per resident candidate
     assert HarnessConfig.from_mapping({"profiler_spares": 2}).n_profiler_spares("cuda") == 2
     assert (c.n_reference_workers("cuda"), c.n_reference_workers("cpu")) == (4, 2)
+    assert c.n_reference_profilers("cuda") == 4  # one per reference worker
+    assert HarnessConfig.from_mapping({"reference_profilers": 0}).n_reference_profilers("cuda") == 0
     assert HarnessConfig.from_mapping({"resident": 1}).n_resident("cuda") == 1
 
 

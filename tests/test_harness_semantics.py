@@ -5,11 +5,13 @@ The fast tests call the pure pieces; the slow ones run the real harness (spawned
 small tasks written here, each hack-or-quirk case next to a legitimate twin.
 """
 
+import collections
 import concurrent.futures as cf
 import contextlib
 import doctest
 import os
 import textwrap
+import threading
 import types
 from pathlib import Path
 
@@ -543,23 +545,35 @@ def test_ncu_failure_is_a_profiling_error_not_a_verdict(monkeypatch):
     assert "profiling_error" not in e  # no ncu on the machine is not a failure
 
 
-def _profile_reference_with(monkeypatch, answer, early: bool = True):
-    """``Evaluator._profile_reference`` against a fake slot and profiler worker: the ops sent,
-    each with whether the GPU lock was held, the record it filled and the workers dropped."""
-    ev = Evaluator({"device": "cpu", "profile_warm_early": early})
-    slot, calls, dropped, pw = _LockSlot(), [], [], object()
-    monkeypatch.setattr(ev, "_early_profiler", lambda s: (pw, _early()[1]))
+class _Proc:
+    def alive(self):
+        return True
+
+
+def _profile_reference_with(monkeypatch, answer, early: bool = True, kept: int = 0, slot=None):
+    """``Evaluator._profile_reference`` against a fake slot and profiler workers (``kept``:
+    ``harness.reference_profilers``): the ops sent, each with whether the GPU lock was held and
+    to which worker, the record it filled, the workers taken fresh and those dropped."""
+    ev = Evaluator({"device": "cpu", "profile_warm_early": early, "reference_profilers": kept})
+    slot = slot or _LockSlot()
+    slot._mu, slot.ref_profilers = threading.Lock(), getattr(slot, "ref_profilers", collections.deque())
+    calls, dropped, fresh = [], [], []
+
+    def take(s):
+        fresh.append(_Proc())
+        return fresh[-1], _early()[1]
+    monkeypatch.setattr(ev, "_early_profiler", take)
     monkeypatch.setattr(ev, "_drop", dropped.append)
 
     def ask(w, job, limit):
-        assert w is pw
-        calls.append((job["op"], slot.locked))
+        calls.append((job["op"], slot.locked, w))
         return answer(job)
     monkeypatch.setattr(evmod, "ask", ask)
     base, ctx = {}, {"sets": [([torch.zeros(1)], [])], "dtype": "float32"}
     ev._profile_reference(slot, types.SimpleNamespace(source="SRC", hash="h"), {"B": 2}, ctx, base,
                           {"task": "t1"}, gpulock.REFERENCE)
-    return base, calls, dropped == [pw]
+    assert {c[2] for c in calls} <= set(fresh) | set(slot.ref_profilers) | set(dropped)
+    return base, [c[:2] for c in calls], fresh, dropped, slot
 
 
 def test_the_reference_is_profiled_apart_like_a_candidate(monkeypatch):
@@ -572,13 +586,25 @@ def test_the_reference_is_profiled_apart_like_a_candidate(monkeypatch):
         if job["op"] == "profile_summary":
             return {"kernels": [{"name": "k", "origin": "torch"}], "system_profile": {"top": []}}
         return {}
-    base, calls, dropped = _profile_reference_with(monkeypatch, answer)
+    base, calls, fresh, dropped, _ = _profile_reference_with(monkeypatch, answer)
     assert calls == [("load_reference", False), ("warm", False), ("profile", True), ("profile_summary", False)]
     assert sent["load_reference"]["task_source"] == "SRC" and sent["load_reference"]["overrides"] == {"B": 2}
     assert sent["profile"]["warm"] is False and sent["warm"]["sets"] == sent["profile"]["sets"]
-    assert base == {"ref_kernels": [{"name": "k"}], "ref_system_profile": {"top": []}} and dropped
-    _, calls, _ = _profile_reference_with(monkeypatch, answer, early=False)
+    assert base == {"ref_kernels": [{"name": "k"}], "ref_system_profile": {"top": []}}
+    assert dropped == fresh and len(fresh) == 1  # reference_profilers 0: a fresh process each, dropped
+    _, calls, _, _, _ = _profile_reference_with(monkeypatch, answer, early=False)
     assert calls == [("load_reference", False), ("profile", True), ("profile_summary", False)]
+
+
+def test_a_reference_profiler_is_kept_for_the_next_reference_and_freed_between(monkeypatch):
+    """With ``reference_profilers`` the process goes back, its model unloaded, and the next
+    reference's profile runs in it (no start-up); it never holds a candidate."""
+    answer = lambda job: {"kernels": []} if job["op"] == "profile_summary" else {}  # noqa: E731
+    base, calls, fresh, dropped, slot = _profile_reference_with(monkeypatch, answer, kept=2)
+    assert calls[-1] == ("unload", False) and not dropped and list(slot.ref_profilers) == fresh
+    base2, calls2, fresh2, dropped2, slot = _profile_reference_with(monkeypatch, answer, kept=2, slot=slot)
+    assert not fresh2 and not dropped2 and list(slot.ref_profilers) == fresh  # the same process, back again
+    assert calls2[0] == ("load_reference", False) and "ref_profiling_error" not in base2
 
 
 @pytest.mark.parametrize("exc", [evmod.WorkerRaised("RuntimeError: CUPTI_ERROR_UNKNOWN"),
@@ -588,9 +614,10 @@ def test_a_failed_reference_profile_is_a_profiling_error_and_its_worker_goes(mon
         if job["op"] == "profile":
             raise exc
         return {}
-    base, _, dropped = _profile_reference_with(monkeypatch, answer)
-    assert base["ref_profiling_error"].startswith(f"profiling the reference failed ({type(exc).__name__}")
-    assert "ref_kernels" not in base and dropped
+    for kept in (0, 2):  # a kept process that failed is not kept
+        base, _, fresh, dropped, slot = _profile_reference_with(monkeypatch, answer, kept=kept)
+        assert base["ref_profiling_error"].startswith(f"profiling the reference failed ({type(exc).__name__}")
+        assert "ref_kernels" not in base and dropped == fresh and not slot.ref_profilers
 
 
 def test_the_profiler_workers_reference_is_the_reference_workers_model(tmp_path):

@@ -45,6 +45,7 @@ class HarnessConfig:
     host_memory_patience_s: float = 30.0  # how long a waiter that does not fit may be passed by ones that do
     reference_workers: Any = "auto"  # auto: 4 on cuda, 2 on cpu; tasks whose references prepare in parallel (only their timing takes the GPU lock)
     profile_reference_apart: bool = True  # the reference's profiled run in a profiler worker: no CUPTI in the reference worker, which then times the next task without a restart
+    reference_profilers: Any = "auto"  # references profiled apart at once, each in a profiler process kept across tasks (task code only); auto: one per reference worker; 0: on the reference's thread in a fresh one
     reference_lock_first: bool = True  # a reference waiting to time its baseline gets the GPU lock before waiting candidates
     candidates_wait_for_baseline: bool = False  # False: a candidate starts on its reference's outputs; the baseline is joined at the end
     timeline_entries: int = 4096  # Evaluator.timeline: the last GPU-lock sections and phases, for checks
@@ -169,6 +170,14 @@ class HarnessConfig:
         if self.reference_workers == "auto":
             return 4 if device == "cuda" else 2
         return max(1, int(self.reference_workers))
+
+    def n_reference_profilers(self, device: str) -> int:
+        """Reference profiles (``profile_reference_apart``) run at once off the reference threads,
+        each in a profiler process kept for references; 0: on the reference's thread, a fresh
+        process each (taken from the candidates' spares)."""
+        if self.reference_profilers == "auto":
+            return self.n_reference_workers(device)
+        return max(0, int(self.reference_profilers))
 
     def pch_wanted(self, device: str) -> bool:
         """build_speed.pch: auto = on for cuda (CPU runs build small C++ units; a PCH there costs

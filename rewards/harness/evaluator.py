@@ -230,6 +230,7 @@ class _Slot:
         self.depth = depth  # spares kept per role: enough that the next one is warm when taken
         self.spares: dict[str, collections.deque[Worker]] = {r: collections.deque() for r in depth}
         self.members: set[Worker] = set()  # every live worker on this device: spares, candidates, references
+        self.ref_profilers: collections.deque[Worker] = collections.deque()  # idle, kept for references' profiles
         self._mu = threading.Lock()  # guards spares and members (several candidates use the slot at once)
 
     def spawn(self, role: str, spare: bool = False) -> Worker:
@@ -241,6 +242,8 @@ class _Slot:
     def forget(self, w: Worker) -> None:
         with self._mu:
             self.members.discard(w)
+            if w in self.ref_profilers:
+                self.ref_profilers.remove(w)
 
     def warm(self) -> None:
         for role, n in self.depth.items():
@@ -434,6 +437,8 @@ class Evaluator:
         self._build_pool = cf.ThreadPoolExecutor(self.n_build, thread_name_prefix="km-build")
         # twice the workers: a thread profiling its reference apart has given its worker back
         self._ref_pool = cf.ThreadPoolExecutor(2 * n_ref, thread_name_prefix="km-ref")
+        self._ref_profile_pool = cf.ThreadPoolExecutor(max(1, self.cfg.n_reference_profilers(self.device)),
+                                                       thread_name_prefix="km-refprof")
         self._exec_pool = cf.ThreadPoolExecutor(n_exec * self.resident, thread_name_prefix="km-exec")
         self._hello_pool = cf.ThreadPoolExecutor(n_exec * self.resident, thread_name_prefix="km-hello")
         return self
@@ -445,7 +450,7 @@ class Evaluator:
             cf.wait(pending)
         else:  # interrupted (Ctrl-C, a timeout): kill every worker now, running ones included
             self._closing = True  # no new stage or worker starts from here on
-            for p in (self._build_pool, self._ref_pool, self._exec_pool, self._hello_pool):
+            for p in (self._build_pool, self._ref_pool, self._ref_profile_pool, self._exec_pool, self._hello_pool):
                 p.shutdown(wait=False, cancel_futures=True)
             main = threading.current_thread() is threading.main_thread()
             sigs = (signal.SIGINT, signal.SIGTERM) if main else ()
@@ -456,7 +461,7 @@ class Evaluator:
             finally:
                 for s, h in old.items():
                     signal.signal(s, h)
-        for p in (self._build_pool, self._ref_pool, self._exec_pool, self._hello_pool):
+        for p in (self._build_pool, self._ref_pool, self._ref_profile_pool, self._exec_pool, self._hello_pool):
             p.shutdown(wait=True, cancel_futures=True)
         for w in self._live():
             self._drop(w)
@@ -724,7 +729,7 @@ class Evaluator:
             if e is None:
                 e = self._ctx[k] = _Ctx(cf.Future())
                 e.future.set_running_or_notify_cancel()
-                self._ref_pool.submit(self._task_context, k, e, task, ov)
+                self._ref_pool.submit(self._task_context, k, e, task, ov, time.perf_counter())
             self._ctx.move_to_end(k)
             if user is not None:
                 e.users += 1
@@ -751,15 +756,16 @@ class Evaluator:
                     held, e.held = e.held, 0
                     self.host.release("context", held)
 
-    def _task_context(self, k, e: _Ctx, task: Any, ov: dict) -> None:
+    def _task_context(self, k, e: _Ctx, task: Any, ov: dict, t_submit: float) -> None:
         """Runs on a reference thread, once per (task, shapes), with a free reference worker
         (``harness.reference_workers`` of them: tasks prepare in parallel) and host memory for
         its outputs (``harness.host_memory_gb``). The outputs are published (``e.future``) before
         the baseline is timed unless ``harness.candidates_wait_for_baseline``: candidates need
-        only the outputs to load, run trials and be timed; their speedup waits for ``e.baseline``."""
-        t0 = time.perf_counter()
+        only the outputs to load, run trials and be timed; their speedup waits for ``e.baseline``,
+        which a profile apart completes on a thread of its own (``harness.reference_profilers``)."""
         rw = self._refs.get()
-        pre = {"ref_queue_s": time.perf_counter() - t0}  # before prepare: where a slow reference waited
+        # before prepare, from the submission: a free thread, then a free worker
+        pre = {"ref_queue_s": time.perf_counter() - t_submit}
         given: list = []
 
         def give_back() -> None:  # the worker's part is done: the next task may use it meanwhile
@@ -787,22 +793,41 @@ class Evaluator:
             ctx["baseline_future"] = e.baseline  # candidates join it after their own timing
             if not self.cfg.candidates_wait_for_baseline:
                 e.future.set_result(ctx)
-            e.baseline.set_result(self._time_baseline(rw, task, ov, ctx, tt, give_back))
-            if not e.future.done():
-                e.future.set_result(ctx)
-            tt["cache_tampered"] = ctx.get("cache_tampered") or []
-            self.task_timings.append({k: round(v, 3) if isinstance(v, float) else v for k, v in tt.items()})
-            if e.users == 0 and self.host.waiting():  # its candidates are gone already (failed builds)
-                self._evict_idle(None)
+            base, rest = self._time_baseline(rw, task, ov, ctx, tt, give_back)
+            if rest is None:
+                self._settle(e, ctx, tt, base)
+            else:  # the reference worker and this thread go to the next task meanwhile
+                give_back()
+                self._ref_profile_pool.submit(self._settle_after, e, ctx, tt, rest)
         except BaseException as err:  # noqa: BLE001 - the candidates waiting on it get the error
-            if not e.baseline.done():
-                e.baseline.set_exception(err)
-            if not e.future.done():  # (outputs published already: they stay, and are evicted as usual)
-                self.host.release("context", e.held)  # the failure stays cached: later candidates are invalid too
-                e.held = 0
-                e.future.set_exception(err)
+            self._context_failed(e, err)
         finally:
             give_back()
+
+    def _settle(self, e: _Ctx, ctx: dict, tt: dict, base: dict) -> None:
+        """The baseline is complete: candidates join it, the task's timings are recorded."""
+        e.baseline.set_result(base)
+        if not e.future.done():
+            e.future.set_result(ctx)
+        tt["cache_tampered"] = ctx.get("cache_tampered") or []
+        self.task_timings.append({k: round(v, 3) if isinstance(v, float) else v for k, v in tt.items()})
+        if e.users == 0 and self.host.waiting():  # its candidates are gone already (failed builds)
+            self._evict_idle(None)
+
+    def _settle_after(self, e: _Ctx, ctx: dict, tt: dict, rest) -> None:
+        """On a reference-profile thread: ``rest()`` (the profile apart, then the record stored)."""
+        try:
+            self._settle(e, ctx, tt, rest())
+        except BaseException as err:  # noqa: BLE001
+            self._context_failed(e, err)
+
+    def _context_failed(self, e: _Ctx, err: BaseException) -> None:
+        if not e.baseline.done():
+            e.baseline.set_exception(err)
+        if not e.future.done():  # (outputs published already: they stay, and are evicted as usual)
+            self.host.release("context", e.held)  # the failure stays cached: later candidates are invalid too
+            e.held = 0
+            e.future.set_exception(err)
 
     def _context_bytes(self, rw: _RefWorker, task: Any, ov: dict) -> int:
         """Host bytes a context needs while it is prepared: every trial's and spot check's outputs
@@ -846,14 +871,16 @@ class Evaluator:
         ctx["spot"] = [(s, f, outs) for (s, f), outs in zip(job["spot_pairs"], ctx["spot"], strict=True)]
         return ctx, tt
 
-    def _time_baseline(self, rw: _RefWorker, task: Any, ov: dict, ctx: dict, tt: dict, give_back) -> dict:
+    def _time_baseline(self, rw: _RefWorker, task: Any, ov: dict, ctx: dict, tt: dict, give_back) -> tuple[dict, Any]:
         """The reference's timing and profile (``harness.baselines``): from the disk cache when a
         record for this task, GPU, torch and shapes verifies, else measured in the GPU lock (ahead
-        of waiting candidates with ``harness.reference_lock_first``) and stored. ``give_back``
-        returns the reference worker to the pool once its part is done (before a profile apart)."""
+        of waiting candidates with ``harness.reference_lock_first``) and stored. Returns (the
+        record, None), or (None, ``rest``) where a profile apart is left to run off this thread
+        (``harness.reference_profilers``): ``rest()`` profiles, stores and returns the record.
+        ``give_back`` returns the reference worker to the pool once its part is done."""
         c = self.cfg
         if not c.baselines:
-            return {}
+            return {}, None
         bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls,
                            {"model_mode": c.primary_mode(), "precision": c.precision})
         tampered: list = []
@@ -891,22 +918,28 @@ class Evaluator:
                 # next task's baseline is timed by a fresh reference worker (warming up now)
                 rw.renew()
             tt["baseline_s"] = time.perf_counter() - t1
-            if apart:
-                give_back()
-                t2 = time.perf_counter()
-                self._profile_reference(rw.slot, task, ov, ctx, base, tt, prio)
-                tt["ref_profile_s"] = time.perf_counter() - t2
-            if compile_err:
-                base["compile_error"] = compile_err
-            base.update(device=self.device, gpu=self.info.get("gpu"), overrides=ov, task_hash=task.hash)
+
+            def rest() -> dict:
+                if apart:
+                    t2 = time.perf_counter()
+                    self._profile_reference(rw.slot, task, ov, ctx, base, tt, prio)
+                    tt["ref_profile_s"] = time.perf_counter() - t2
+                if compile_err:
+                    base["compile_error"] = compile_err
+                base.update(device=self.device, gpu=self.info.get("gpu"), overrides=ov, task_hash=task.hash)
+                base["unverifiable"] = ctx["unverifiable"]
+                baselines.store(bk, base, self.cache, c.cache_key_file)
+                self.cache_watch.baseline(bk, base)
+                return base
+            if apart and c.n_reference_profilers(self.device):
+                return None, rest
+            give_back()
+            return rest(), None
+        if base.get("unverifiable", False) != ctx["unverifiable"]:  # a record from before the check
             base["unverifiable"] = ctx["unverifiable"]
             baselines.store(bk, base, self.cache, c.cache_key_file)
             self.cache_watch.baseline(bk, base)
-        elif base.get("unverifiable", False) != ctx["unverifiable"]:  # a record from before the check
-            base["unverifiable"] = ctx["unverifiable"]
-            baselines.store(bk, base, self.cache, c.cache_key_file)
-            self.cache_watch.baseline(bk, base)
-        return base
+        return base, None
 
     def _profiled_run(self, slot: _Slot, pw: Worker, send, ctx: dict, calls: int, acc: dict, label: str,
                       priority: int = gpulock.CANDIDATE) -> dict:
@@ -935,18 +968,25 @@ class Evaluator:
         warming forward outside the lock (``profile_warm_early``), the run alone in it, the trace
         read after, then ncu. A failure is ``ref_profiling_error`` (instrumentation, not the task)."""
         c, label = self.cfg, str(tt["task"])
-        pw, hello = self._early_profiler(slot)
+        pw, hello = self._reference_profiler(slot)
+        kept = False
         try:
             hello.result()
             ask(pw, {"op": "load_reference", "task_source": task.source, "overrides": ov, "seed": c.seed,
                      "device": self.device, "model_mode": c.model_mode}, c.timeouts_s["correctness"])
             p = self._profiled_run(slot, pw, lambda name, job, limit: ask(pw, job, limit), ctx,
                                    c.profiling["system"]["reference_calls"], tt, label, prio)
+            if c.n_reference_profilers(self.device):  # kept for the next task's reference, its memory freed
+                ask(pw, {"op": "unload"}, c.timeouts_s["correctness"])
+                with slot._mu:
+                    slot.ref_profilers.append(pw)
+                kept = True
         except Exception as e:  # noqa: BLE001 - the harness's measuring failed, not the task
             base["ref_profiling_error"] = f"profiling the reference failed ({type(e).__name__}: {str(e).strip()[:300]})"
             return
         finally:
-            self._drop(pw)
+            if not kept:
+                self._drop(pw)
         base["ref_kernels"] = [{k: v for k, v in d.items() if k != "origin"} for d in p.get("kernels", [])]
         for k in ("system_profile", "system_events"):
             if k in p:
@@ -954,6 +994,21 @@ class Evaluator:
         due = self._ncu_due(base, "ref_system_profile", "reference")
         with slot.exclusive(tt, "ncu", label, priority=prio) if due else contextlib.nullcontext():
             self._ncu_reference(base, task, ov, ctx, slot)
+
+    def _reference_profiler(self, slot: _Slot) -> tuple[Worker, cf.Future]:
+        """A profiler process for a reference's profile: one kept from an earlier reference (it
+        never ran a candidate's code; CUPTI is attached in every profiler process before its first
+        profile anyway), else a warm spare of the slot, as a candidate takes one."""
+        while True:
+            with slot._mu:
+                pw = slot.ref_profilers.popleft() if slot.ref_profilers else None
+            if pw is None:
+                return self._early_profiler(slot)
+            if pw.alive():
+                done: cf.Future = cf.Future()
+                done.set_result(None)
+                return pw, done
+            self._drop(pw)
 
     def reference_profile(self, task: Any) -> dict:
         """The reference's profile (system and kernel level), for the Planner before any candidate."""

@@ -424,6 +424,14 @@ def _warm_flop_counter() -> None:
             torch.nn.Linear(2, 2)(torch.zeros(1, 2))
 
 
+def _free(state: dict, key: str) -> None:
+    """Drop ``state[key]`` (a process kept across tasks): its model's GPU memory goes back to the
+    device rather than staying in this process's cache beside the next task's."""
+    if state.pop(key, None) is not None and torch.cuda.is_available():
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
 def main() -> None:
     role, fd = sys.argv[1], int(sys.argv[2])
     conn = Connection(fd)
@@ -470,8 +478,12 @@ def main() -> None:
             elif op == "load":
                 state["cand"] = Candidate(job)
                 res = {"build": state["cand"].build}
-            elif op == "load_reference":
+            elif op == "load_reference":  # a profiler process kept for references: the last one's memory goes first
+                _free(state, "cand")
                 state["cand"], res = ReferenceRun(job), {}
+            elif op == "unload":
+                _free(state, "cand")
+                res = {}
             elif op == "trials":
                 res = {"trials": state["cand"].trials(job["sets"], job.get("seeds"), job.get("modes"))}
                 res.update(precision_evidence())  # an incorrect candidate's flags are evidence too
@@ -485,12 +497,8 @@ def main() -> None:
                 res = state["cand"].profile_summary()
             elif op == "size":
                 res = Reference.size(job)
-            elif op == "prepare":
-                if state.pop("ref", None) is not None and torch.cuda.is_available():
-                    # a reference worker is kept across tasks: the last task's model gives its GPU
-                    # memory back rather than staying in this process's cache beside the next one
-                    gc.collect()
-                    torch.cuda.empty_cache()
+            elif op == "prepare":  # a reference worker is kept across tasks
+                _free(state, "ref")
                 state["ref"] = Reference()
                 res = state["ref"].prepare(job)
             elif op == "compile":
