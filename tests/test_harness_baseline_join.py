@@ -117,3 +117,24 @@ def test_a_profile_left_to_run_frees_the_reference_worker_for_the_next_task(tmp_
         r1 = f1.result(120)
     assert r1.status == "ok" and r1.speedup == pytest.approx(r1.ref_runtime_us / r1.runtime_us)
     assert [t["task"] for t in ev.task_timings] == [second.id, first.id]
+
+
+def test_references_are_prepared_first_for_tasks_whose_candidates_wait():
+    """The next free reference worker takes the context a built candidate waits for (the
+    earliest such), else the earliest submitted; the choice is made when the worker is free."""
+    import concurrent.futures as cf
+    import queue
+
+    ev = Evaluator({"device": "cpu"})  # not entered: the queue and the choice alone
+    ev._refs, started = queue.Queue(), []
+    ev._task_context = lambda rw, k, e, task, ov, t: started.append(task)
+    ctxs = {name: evmod._Ctx(cf.Future()) for name in "abcd"}
+    for i, (name, e) in enumerate(ctxs.items()):
+        ev._ref_queue.append((e, name, name, {}, float(i)))
+    ev._want(ctxs["c"].future)
+    ev._want(ctxs["b"].future)
+    ev._want(ctxs["c"].future)  # a second candidate of c: still wanted since the first
+    for _ in ctxs:
+        ev._refs.put("worker")
+        ev._next_context()
+    assert started == ["c", "b", "a", "d"] and not ev._ref_queue

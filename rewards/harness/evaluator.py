@@ -358,10 +358,11 @@ class _Ctx:
     (its timing and profile, which may follow the outputs), the candidates still pending on it
     and the host memory admitted to it (released when none is left and the memory is wanted)."""
 
-    __slots__ = ("future", "baseline", "users", "held")
+    __slots__ = ("future", "baseline", "users", "held", "wanted")
 
     def __init__(self, future: cf.Future):
         self.future, self.baseline, self.users, self.held = future, cf.Future(), 0, 0
+        self.wanted: float | None = None  # when a built candidate (or a caller) first waited for it
         self.baseline.set_running_or_notify_cancel()
 
     def settled(self) -> bool:
@@ -377,6 +378,7 @@ class Evaluator:
         self.arch = None if self.cfg.cuda_arch == "auto" else self.cfg.cuda_arch
         self._ctx: collections.OrderedDict[Any, _Ctx] = collections.OrderedDict()  # least recently used first
         self._ctx_lock = threading.Lock()
+        self._ref_queue: list[tuple] = []  # contexts not started yet: (_Ctx, key, task, overrides, submitted)
         self._ctx_serial = 0  # keys the staged inputs and device copies: an evicted ctx's id() may be reused
         self.host = hostmem.HostMemory(hostmem.budget_bytes(self.cfg.host_memory_gb), self.cfg.host_memory_patience_s)
         self._pending: set[cf.Future] = set()
@@ -585,6 +587,7 @@ class Evaluator:
             fut.set_result(self._finish(r, t0))
             return
         t2 = time.perf_counter()
+        self._want(ctx)
 
         def ready(_):
             ph["ref_wait"] = time.perf_counter() - t2
@@ -729,7 +732,8 @@ class Evaluator:
             if e is None:
                 e = self._ctx[k] = _Ctx(cf.Future())
                 e.future.set_running_or_notify_cancel()
-                self._ref_pool.submit(self._task_context, k, e, task, ov, time.perf_counter())
+                self._ref_queue.append((e, k, task, ov, time.perf_counter()))
+                self._ref_pool.submit(self._next_context)  # one job per entry: it takes one
             self._ctx.move_to_end(k)
             if user is not None:
                 e.users += 1
@@ -756,16 +760,34 @@ class Evaluator:
                     held, e.held = e.held, 0
                     self.host.release("context", held)
 
-    def _task_context(self, k, e: _Ctx, task: Any, ov: dict, t_submit: float) -> None:
+    def _want(self, ctx: cf.Future) -> None:
+        """Something waits for this context now (a candidate built, the Planner's profile): its
+        preparation goes ahead of tasks nobody waits for yet. Builds finish in their own order,
+        and references taken in submission order left built candidates waiting 60-90 s for
+        theirs (H100, 24 tasks, 4 reference workers)."""
+        with self._ctx_lock:
+            for e, *_ in self._ref_queue:
+                if e.future is ctx and e.wanted is None:
+                    e.wanted = time.perf_counter()
+
+    def _next_context(self) -> None:
+        """On a reference thread: a free reference worker, then the context most wanted (the
+        earliest waited for, else the earliest submitted), chosen only once a worker is free."""
+        rw = self._refs.get()
+        with self._ctx_lock:
+            i = min(range(len(self._ref_queue)), key=lambda j: (
+                self._ref_queue[j][0].wanted is None, self._ref_queue[j][0].wanted or self._ref_queue[j][4]))
+            e, k, task, ov, t_submit = self._ref_queue.pop(i)
+        self._task_context(rw, k, e, task, ov, t_submit)
+
+    def _task_context(self, rw: _RefWorker, k, e: _Ctx, task: Any, ov: dict, t_submit: float) -> None:
         """Runs on a reference thread, once per (task, shapes), with a free reference worker
         (``harness.reference_workers`` of them: tasks prepare in parallel) and host memory for
         its outputs (``harness.host_memory_gb``). The outputs are published (``e.future``) before
         the baseline is timed unless ``harness.candidates_wait_for_baseline``: candidates need
         only the outputs to load, run trials and be timed; their speedup waits for ``e.baseline``,
         which a profile apart completes on a thread of its own (``harness.reference_profilers``)."""
-        rw = self._refs.get()
-        # before prepare, from the submission: a free thread, then a free worker
-        pre = {"ref_queue_s": time.perf_counter() - t_submit}
+        pre = {"ref_queue_s": time.perf_counter() - t_submit}  # from the submission to a free worker
         given: list = []
 
         def give_back() -> None:  # the worker's part is done: the next task may use it meanwhile
@@ -1012,7 +1034,9 @@ class Evaluator:
 
     def reference_profile(self, task: Any) -> dict:
         """The reference's profile (system and kernel level), for the Planner before any candidate."""
-        base = self._context_future(task).result()["baseline_future"].result()
+        ctx = self._context_future(task)
+        self._want(ctx)
+        base = ctx.result()["baseline_future"].result()
         out = {"ref_runtime_us": base.get("ref_runtime_us"), "system": base.get("ref_system_profile"),
                "kernel": base.get("ref_kernel_profile")}
         if base.get("ref_profiling_error"):  # why "system" is missing (one sentence)
