@@ -254,6 +254,7 @@ def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict
     ready = t_sub + sum(ph.get(k, 0.0) for k in ("queue", "build", "ref_wait"))
     return {"task": task.id, **meta, "status": r.status, "correct": r.correct, "build_s": r.build_s,
             "cache_hit": r.cache_hit, "runtime_us": r.runtime_us, "gpu_held_s": held,
+            "timed_calls": r.evidence.get("timed_calls"),
             "held_key": "gpu_held" if "gpu_held" in ph else "slot_held", "phases_s": ph,
             "slot_builds": r.evidence.get("slot_builds"), "fast_build": r.evidence.get("fast_build") or [],
             "profiled": "system_profile" in r.evidence, "profiling_error": r.evidence.get("profiling_error"),
@@ -309,16 +310,20 @@ def _count(xs) -> dict:
 
 
 def run_kb(name: str, work: list, hcfg, device: str, workers: int, deadline: float, sampler: GpuSampler,
-           build_root: str, shared_build_dir: bool, isolate: bool, time_reference: bool) -> dict:
-    """KernelBench's batch recipe on ``work`` (the same candidates, a fresh salt: no shared builds)."""
+           build_root: str, shared_build_dir: bool, isolate: bool, time_reference: bool,
+           calls_by_task: dict | None = None) -> dict:
+    """KernelBench's batch recipe on ``work`` (the same candidates, a fresh salt: no shared builds),
+    with ``calls_by_task``: {task id: the timed calls the harness made there}."""
     env = {"MAX_JOBS": str(hcfg.build_max_jobs)}
     if device == "cuda":
         cap = torch.cuda.get_device_capability(0)
         env["TORCH_CUDA_ARCH_LIST"] = f"{cap[0]}.{cap[1]}"  # KernelBench's set_gpu_arch: one arch
     pairs = [(override_constants(task.source, hcfg.overrides_for(task, device)), src) for task, src, _ in work]
+    # the same timed calls as the harness made on each task (harness.timing_budget_ms), else timed_calls
+    calls = [(calls_by_task or {}).get(task.id) or hcfg.timed_calls for task, _, _ in work]
     t_run = time.perf_counter()  # host figures over the whole recipe: its pre-compile uses the CPU most
     rec = kbb.run(pairs, build_root, device, workers, env, trials=hcfg.trials, warmup=hcfg.warmup,
-                  calls=hcfg.timed_calls, l2_flush_mb=hcfg.l2_flush_mb, seed=hcfg.seed, time_reference=time_reference,
+                  calls=calls, l2_flush_mb=hcfg.l2_flush_mb, seed=hcfg.seed, time_reference=time_reference,
                   isolate=isolate, shared_build_dir=shared_build_dir, deadline=deadline, log=log)
     t_end = time.perf_counter()
     ev = rec["eval"]
@@ -472,6 +477,10 @@ def phase_lines(rows: list[dict]) -> list[str]:
                    f"{sum(rec.get('slot_builds') or 0 for rec in r['records'])}; fresh builds whose binding unit "
                    f"used the shared PCH: {sum('pch' in rec.get('fast_build', []) for rec in r['records'] if not rec['cache_hit'])}"
                    f" of {sum(not rec['cache_hit'] for rec in r['records'])}")
+        n = sorted(rec["timed_calls"] for rec in r["records"] if rec.get("timed_calls"))
+        if n:
+            out.append(f"  {r['config']} timed calls per measurement (harness.timing_budget_ms): median "
+                       f"{statistics.median(n):.0f}, range {n[0]}-{n[-1]}, over {len(n)} timed candidates")
         if r["task_timings"]:
             prep = [t.get("prepare_s", 0.0) for t in r["task_timings"]]
             tts = r["task_timings"]
@@ -650,9 +659,11 @@ def main(argv: list[str] | None = None) -> int:
             if mine and a.kb_n:  # KernelBench has nothing to share between candidates: one sample per group
                 sub = kb_salted(kb_sample([w for _, w in mine], a.kb_n), salt)
                 root = kb_root if a.dry else os.path.join(kb_root, group)
+                made = {r["task"]: r["timed_calls"] for row in rows for r in row.get("records", [])
+                        if row.get("evaluator") == "harness" and r.get("timed_calls")}
                 rows.append(run_kb(group, sub, hcfg, device, hcfg.n_build_workers(), share(), sampler, root,
                                    shared_build_dir=a.dry, isolate=a.kb_isolate,
-                                   time_reference=not a.kb_no_ref_timing))
+                                   time_reference=not a.kb_no_ref_timing, calls_by_task=made))
         if a.cv:  # the first configuration's first candidate: its build is in that cache already
             name, t, src = _cv_candidate(jobs, a, salt, device)
             cv = run_cv(t, src, cfg_for(name), a.cv_reps, share())

@@ -217,10 +217,11 @@ def _eval_isolated(args: tuple) -> dict:
 
 
 def run(work: list[tuple[str, str]], build_root: str, device: str, workers: int, env: dict,
-        trials: int = 5, warmup: int = 3, calls: int = 100, l2_flush_mb: int = 256, seed: int = 42,
+        trials: int = 5, warmup: int = 3, calls: int | list[int] = 100, l2_flush_mb: int = 256, seed: int = 42,
         time_reference: bool = True, isolate: bool = False, shared_build_dir: bool = False,
         deadline: float | None = None, log=None) -> dict:
-    """The whole recipe over ``work`` = [(reference source, candidate source)]. Returns per-candidate
+    """The whole recipe over ``work`` = [(reference source, candidate source)], ``calls`` timed calls
+    each (or per item, a list: the harness's count on that task). Returns per-candidate
     records (``pre`` and ``eval``) and the walls of both stages; with ``deadline`` (a
     ``time.perf_counter()`` value) the serial evaluation stops there (``n_eval`` says how far)."""
     log = log or (lambda m: None)
@@ -245,7 +246,7 @@ def run(work: list[tuple[str, str]], build_root: str, device: str, workers: int,
             log(f"[kb] deadline: evaluated {len(evals)} of {len(work)}")
             break
         s = time.perf_counter()
-        kw = dict(trials=trials, warmup=warmup, calls=calls, l2_flush_mb=l2_flush_mb, seed=seed,
+        kw = dict(trials=trials, warmup=warmup, calls=calls[i] if isinstance(calls, list) else calls, l2_flush_mb=l2_flush_mb, seed=seed,
                   time_reference=time_reference)
         if isolate:  # eval_from_generations: a fresh one-process pool per GPU batch
             with ctx.Pool(1) as p:

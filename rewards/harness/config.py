@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,9 @@ class HarnessConfig:
     atol: dict = _d(float32=1e-4, float16=1e-2, bfloat16=1e-2)
     rtol: dict = _d(float32=1e-4, float16=1e-2, bfloat16=1e-2)
     warmup: int = 3
-    timed_calls: int = 100
+    timed_calls: int = 100  # the most timed calls of one measurement (KernelBench's 100)
+    timing_budget_ms: float = 300.0  # per task: calls = this much of the reference's forward time, in tens; 0: timed_calls
+    min_timed_calls: int = 20  # the fewest timed calls a budget leaves (the median's sample)
     input_sets: int = 3
     l2_flush_mb: int = 256
     spot_checks: int = 3
@@ -119,10 +122,33 @@ class HarnessConfig:
             base.sandbox = "off"
         if base.sandbox not in ("strict", "best", "off"):
             raise ValueError(f"harness.sandbox must be strict, best or off, not {base.sandbox!r}")
+        b = base.timing_budget_ms
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or b < 0:
+            raise ValueError(f"harness.timing_budget_ms must be milliseconds >= 0 (0: always timed_calls), not {b!r}")
+        if not (isinstance(base.min_timed_calls, int) and isinstance(base.timed_calls, int)
+                and 1 <= base.min_timed_calls and 1 <= base.timed_calls):
+            raise ValueError("harness.timed_calls and harness.min_timed_calls must be integers >= 1")
         lo, hi = (float(v) for v in base.timing_scale_range)
         if not 0 < lo <= hi:
             raise ValueError("harness.timing_scale_range must be [lo, hi] with 0 < lo <= hi")
         return base
+
+    def calls_for(self, forward_us: float | None) -> int:
+        """Timed calls of every measurement of one task, its reference's and each candidate's alike:
+        ``timed_calls``, or under ``timing_budget_ms`` as many of the reference's forwards
+        (``forward_us``, its fastest preparation forward) as fill the budget, rounded up to a ten
+        (a cached baseline's key holds the count; tens keep it from moving with jitter), between
+        ``min_timed_calls`` and ``timed_calls``. Like triton's do_bench, a time budget: 100 calls
+        of a 10-30 ms Level 3 model held the GPU lock 1-3 s per measurement.
+
+        >>> c = HarnessConfig()
+        >>> c.calls_for(16_000.0), c.calls_for(5_000.0), c.calls_for(100.0), c.calls_for(None)
+        (20, 60, 100, 100)
+        """
+        if not self.timing_budget_ms or not forward_us or forward_us <= 0:
+            return self.timed_calls
+        n = math.ceil(self.timing_budget_ms * 1e3 / forward_us / 10) * 10
+        return max(min(self.min_timed_calls, self.timed_calls), min(self.timed_calls, n))
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

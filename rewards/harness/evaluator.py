@@ -888,6 +888,7 @@ class Evaluator:
         tt["prepare_phases"] = ctx.pop("phases", {})
         ctx["task_id"] = tt["task"]
         ctx["overrides"], ctx["task_source"], ctx["trial_seeds"] = ov, task.source, job["trial_seeds"]
+        ctx["timed_calls"] = c.calls_for(ctx.get("forward_us"))  # the reference's and every candidate's
         ctx["refs_constant"] = _same([refs for _, refs in ctx["trials"]])
         ctx["unverifiable"] = unverifiable_reason(ctx["trials"], ctx["refs_constant"])
         ctx["spot"] = [(s, f, outs) for (s, f), outs in zip(job["spot_pairs"], ctx["spot"], strict=True)]
@@ -903,7 +904,8 @@ class Evaluator:
         c = self.cfg
         if not c.baselines:
             return {}, None
-        bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, c.timed_calls,
+        n = ctx["timed_calls"]
+        bk = baselines.key(task.hash, self.info.get("gpu") or "cpu", torch.__version__, ov, n,
                            {"model_mode": c.primary_mode(), "precision": c.precision})
         tampered: list = []
         base = baselines.load(bk, self.cache, c.cache_key_file, tampered)  # None unless its MAC verifies
@@ -926,9 +928,9 @@ class Evaluator:
             apart = profile and c.profile_reference_apart
             with rw.slot.exclusive(tt, "baseline", str(tt["task"]), rw.w, priority=prio):
                 # the candidate's kind of plan (staged, scaled inputs), from a public seed
-                plan = timing.make_plan(c.seed, c.input_sets, c.warmup, c.timed_calls * timing.rounds(self.device),
+                plan = timing.make_plan(c.seed, c.input_sets, c.warmup, n * timing.rounds(self.device),
                                         [], 0, self._scale())
-                base = ask(rw.w, {"op": "baseline", "warmup": c.warmup, "calls": c.timed_calls,
+                base = ask(rw.w, {"op": "baseline", "warmup": c.warmup, "calls": n,
                                   "plan": plan, "l2_flush_mb": c.l2_flush_mb, "profile": profile and not apart,
                                   "system": self._system_job(ctx["dtype"]),
                                   "profile_calls": c.profiling["system"]["reference_calls"]},
@@ -1065,7 +1067,7 @@ class Evaluator:
     def _plan(self, ctx: dict) -> dict:
         """This evaluation's secret plan: a fresh seed the candidate never sees before its calls."""
         c = self.cfg
-        return timing.make_plan(secrets.randbits(64), c.input_sets, c.warmup, c.timed_calls * timing.rounds(self.device),
+        return timing.make_plan(secrets.randbits(64), c.input_sets, c.warmup, ctx["timed_calls"] * timing.rounds(self.device),
                                 [(s, f) for s, f, _ in ctx["spot"]], c.spot_checks, self._scale())
 
     def _system_job(self, dtype: str) -> dict | None:
@@ -1275,8 +1277,9 @@ class Evaluator:
             plan = self._plan(ctx)
             with slot.exclusive(ph, "time", label, w) as stopped:  # the timed calls: alone on the device
                 tr = timed("time", {"op": "time", "staged": "sets", "plan": plan,
-                                    "calls": c.timed_calls, "l2_flush_mb": c.l2_flush_mb}, t["timing"])
+                                    "calls": ctx["timed_calls"], "l2_flush_mb": c.l2_flush_mb}, t["timing"])
             ev["spares_paused"] = len(stopped)
+            ev["timed_calls"], ev["ref_forward_us"] = ctx["timed_calls"], ctx.get("forward_us")
             ph["time_worker"] = tr.get("op_s", 0.0)
             with self._judging(slot, ph, label, dev):
                 t0 = time.perf_counter()
