@@ -659,8 +659,10 @@ def main(argv: list[str] | None = None) -> int:
             if mine and a.kb_n:  # KernelBench has nothing to share between candidates: one sample per group
                 sub = kb_salted(kb_sample([w for _, w in mine], a.kb_n), salt)
                 root = kb_root if a.dry else os.path.join(kb_root, group)
+                # counts of the configurations as run, not of a --compare row's other settings
+                plain = {name for name, _ in mine}
                 made = {r["task"]: r["timed_calls"] for row in rows for r in row.get("records", [])
-                        if row.get("evaluator") == "harness" and r.get("timed_calls")}
+                        if row.get("evaluator") == "harness" and row["config"] in plain and r.get("timed_calls")}
                 rows.append(run_kb(group, sub, hcfg, device, hcfg.n_build_workers(), share(), sampler, root,
                                    shared_build_dir=a.dry, isolate=a.kb_isolate,
                                    time_reference=not a.kb_no_ref_timing, calls_by_task=made))
