@@ -28,7 +28,7 @@ def test_calls_for_fills_the_budget_in_tens_within_the_bounds(forward_us, expect
 
 
 def test_calls_for_without_a_budget_or_with_few_calls():
-    assert HarnessConfig().calls_for(16_000.0) == 100  # the default keeps KernelBench's 100
+    assert HarnessConfig().calls_for(16_000.0) == 20  # the default budget, 300 ms: 18.75 -> 20
     assert HarnessConfig.from_mapping({"timing_budget_ms": 0}).calls_for(16_000.0) == 100
     c = HarnessConfig.from_mapping({"timed_calls": 12, "min_timed_calls": 20, "timing_budget_ms": 300})
     assert c.calls_for(16_000.0) == 12  # never more than timed_calls, even below the floor

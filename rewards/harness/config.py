@@ -29,7 +29,7 @@ class HarnessConfig:
     rtol: dict = _d(float32=1e-4, float16=1e-2, bfloat16=1e-2)
     warmup: int = 3
     timed_calls: int = 100  # the most timed calls of one measurement (KernelBench's 100)
-    timing_budget_ms: float = 0.0  # per task: calls = this much of the reference's forward time, in tens; 0: timed_calls
+    timing_budget_ms: float = 300.0  # per task: calls = this much of the reference's forward time, in tens; 0: timed_calls
     min_timed_calls: int = 20  # the fewest timed calls a budget leaves (the median's sample)
     input_sets: int = 3
     l2_flush_mb: int = 256
@@ -144,7 +144,7 @@ class HarnessConfig:
         >>> c = HarnessConfig(timing_budget_ms=300)
         >>> c.calls_for(16_000.0), c.calls_for(5_000.0), c.calls_for(100.0), c.calls_for(None)
         (20, 60, 100, 100)
-        >>> HarnessConfig().calls_for(16_000.0)  # the default: no budget, KernelBench's count
+        >>> HarnessConfig(timing_budget_ms=0).calls_for(16_000.0)  # no budget: KernelBench's count
         100
         """
         if not self.timing_budget_ms or not forward_us or forward_us <= 0:
