@@ -210,6 +210,17 @@ def test_construction_time_budget_excludes_builds_and_stops_a_hang(tmp_path):
     assert r["construct_s"] < 30
 
 
+def test_torch_compile_while_constructing_returns_the_model_and_the_build_is_reached(tmp_path):
+    """torch.compile in __init__ costs the build pool dynamo's import (10-16 s per candidate, H100)
+    and builds nothing: while constructing it returns the model itself. The control compiles."""
+    src = shape("compile_first")
+    r = do_build(tmp_path, src)
+    assert r["ok"] and r["construct"] == "ok" and r["compiles"] == 1, r
+    real = do_build(tmp_path, src, cwd="real", run_compile=True)
+    assert real["construct"] == "raised" and "compiled while constructing" in real["construct_error"], real
+    assert real["compiles"] == 0  # the build after it was not reached: it would run in the slot
+
+
 def test_construction_memory_is_capped(tmp_path):
     src = shape("helper").replace("    def forward", "        self.big = torch.ones(2**34)\n\n    def forward")
     r = do_build(tmp_path, src, memory_gb=1)

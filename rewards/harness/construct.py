@@ -18,7 +18,10 @@ So every model is constructed (a meta-device model would skip load_inline's real
 when the source can build at all (mentions cpp_extension/load_inline), within those caps.
 On GPU runs (``KM_DEVICE=cuda``) CUDA placements in the constructor (``.cuda()``, ``.to("cuda")``,
 ``device="cuda"``) stay on the CPU and ``torch.cuda.is_available()`` says True, so a constructor
-that moves weights before building still reaches its builds.
+that moves weights before building still reaches its builds. ``torch.compile`` returns the model
+uncompiled there (``run_compile: false``): compiling a model that is only built for its extensions
+imported dynamo and inductor in each build worker, 10-16 s of the build pool per candidate that
+calls it in ``__init__`` (H100, 24 tasks), and it builds nothing ``load_inline`` needs.
 """
 
 from __future__ import annotations
@@ -128,6 +131,22 @@ class _Budget:
         return False
 
 
+def _uncompiled(model=None, **_kw):
+    """``torch.compile`` while constructing: the model itself (as a decorator too)."""
+    return (lambda m: m) if model is None else model
+
+
+@contextlib.contextmanager
+def _no_compile(on: bool):
+    real = torch.compile
+    if on:
+        torch.compile = _uncompiled
+    try:
+        yield
+    finally:
+        torch.compile = real
+
+
 def _vm_bytes() -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -151,7 +170,7 @@ def run(mod, job: dict, cfg: dict, load_reference) -> dict:
         ref = load_reference()
         torch.manual_seed(job["seed"])
         init = ref.get_init_inputs()
-        with budget, (_CpuForCuda() if shim else contextlib.nullcontext()):
+        with budget, (_CpuForCuda() if shim else contextlib.nullcontext()), _no_compile(not cfg.get("run_compile")):
             if shim:
                 torch.cuda.is_available = lambda: True
             try:

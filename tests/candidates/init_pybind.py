@@ -1,6 +1,6 @@
 # A small pybind11-only extension (no torch headers: a ~5 s build) built at construction in one
 # of several real-code shapes; SHAPE is substituted by the test: helper, try, cuda_after, load,
-# cuda_before, retry.
+# cuda_before, retry, compile_first.
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -52,6 +52,11 @@ class ModelNew(nn.Module):
             except Exception:
                 pass
             self.ext = load_inline(name="km_init_retry", cpp_sources=[SRC], no_implicit_headers=True)
+        elif shape == "compile_first":  # torch.compile in __init__ before the build, as real programs do
+            self.fc = torch.compile(self.fc)
+            if type(self.fc) is not nn.Linear:
+                raise RuntimeError("torch.compile compiled while constructing")
+            self.ext = make_ext("km_init_compile_first")
         elif shape == "cuda_before":
             self.fc = self.fc.cuda()  # before the build: a GPU run keeps it on the CPU in the build worker
             self.register_buffer("buf", torch.zeros(2, device="cuda"))
