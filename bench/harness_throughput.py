@@ -257,7 +257,6 @@ def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict
             "timed_calls": r.evidence.get("timed_calls"),
             "held_key": "gpu_held" if "gpu_held" in ph else "slot_held", "phases_s": ph,
             "slot_builds": r.evidence.get("slot_builds"), "fast_build": r.evidence.get("fast_build") or [],
-            "build_class": r.evidence.get("build_class"),
             "profiled": "system_profile" in r.evidence, "profiling_error": r.evidence.get("profiling_error"),
             "error": r.error, "t_submit": t_sub,
             "t_ready": ready if r.compiled else None, "t_done": t_done}
@@ -478,16 +477,6 @@ def phase_lines(rows: list[dict]) -> list[str]:
                    f"{sum(rec.get('slot_builds') or 0 for rec in r['records'])}; fresh builds whose binding unit "
                    f"used the shared PCH: {sum('pch' in rec.get('fast_build', []) for rec in r['records'] if not rec['cache_hit'])}"
                    f" of {sum(not rec['cache_hit'] for rec in r['records'])}")
-        by_class: dict = {}
-        for rec in r["records"]:
-            if rec.get("build_class") and rec.get("t_ready") is not None:
-                by_class.setdefault(rec["build_class"], []).append(rec)
-        if by_class:  # harness.build_order: where each class of build waited and when it was ready
-            out.append(f"  {r['config']} builds by class (harness.build_order), median queue / build / ready s: " + "; ".join(
-                f"{k} {len(v)}: {statistics.median(x['phases_s'].get('queue', 0.0) for x in v):.1f} / "
-                f"{statistics.median(x['phases_s'].get('build', 0.0) for x in v):.1f} / "
-                f"{statistics.median(x['t_ready'] - x['t_submit'] for x in v):.1f} (last {max(x['t_ready'] - x['t_submit'] for x in v):.1f})"
-                for k, v in sorted(by_class.items())))
         n = sorted(rec["timed_calls"] for rec in r["records"] if rec.get("timed_calls"))
         if n:
             out.append(f"  {r['config']} timed calls per measurement (harness.timing_budget_ms): median "

@@ -71,7 +71,6 @@ class HarnessConfig:
     judge_device: str = "auto"  # where the parent compares outputs: auto (the slot's GPU, else cpu) | cpu
     staged_tasks: int = 4  # tasks whose inputs stay serialized in a sealed memfd (Linux)
     build_nice: int = 10  # builds yield the CPU to the GPU slot's work (IPC, judging)
-    build_order: str = "heavy_first"  # the build queue: heavy_first (buildorder.py) | fifo (submission order)
     fast_build: bool = True
     build_speed: dict = _d(pch="auto", pch_cflags=[[], ["-O3"]], pch_wait_s=120, nvcc_threads=4, split_launchers=True,
                            light_binding=True)  # compiler-level build cuts (buildspeed.py, pchwarm.py)
@@ -95,7 +94,7 @@ class HarnessConfig:
             if isinstance(cur, dict) and isinstance(v, dict):
                 v = {**cur, **v}  # partial overrides of a nested table keep the other entries
             setattr(base, k, v)
-        from rewards.harness import buildorder, hostmem, profcfg
+        from rewards.harness import hostmem, profcfg
 
         base.profiling = profcfg.resolve(base.profiling)  # unknown profiling keys fail here
         hostmem.budget_bytes(base.host_memory_gb)  # so does a bad memory budget
@@ -108,8 +107,6 @@ class HarnessConfig:
         if set(base.build_speed) - {"pch", "pch_cflags", "pch_wait_s", "nvcc_threads", "split_launchers", "light_binding"}:
             raise ValueError("harness.build_speed takes pch, pch_cflags, pch_wait_s, nvcc_threads, split_launchers and "
                              f"light_binding, not {sorted(base.build_speed)}")
-        if base.build_order not in buildorder.ORDERS:
-            raise ValueError(f"harness.build_order must be one of {list(buildorder.ORDERS)}, not {base.build_order!r}")
         if base.build_speed.get("pch", "auto") not in ("auto", True, False):
             raise ValueError(f"harness.build_speed.pch must be auto, true or false, not {base.build_speed['pch']!r}")
         cf = base.build_speed.get("pch_cflags", [])

@@ -41,7 +41,6 @@ import torch
 
 from rewards.harness import (
     baselines,
-    buildorder,
     cacheguard,
     cachewatch,
     floor,
@@ -437,7 +436,7 @@ class Evaluator:
         self._refs.put(first)
         for i in range(1, n_ref):
             self._refs.put(_RefWorker(self._all_slots[i % len(self._all_slots)]))
-        self._build_pool = buildorder.PriorityPool(self.n_build, "km-build", self.cfg.build_order == "heavy_first")
+        self._build_pool = cf.ThreadPoolExecutor(self.n_build, thread_name_prefix="km-build")
         # twice the workers: a thread profiling its reference apart has given its worker back
         self._ref_pool = cf.ThreadPoolExecutor(2 * n_ref, thread_name_prefix="km-ref")
         self._ref_profile_pool = cf.ThreadPoolExecutor(max(1, self.cfg.n_reference_profilers(self.device)),
@@ -488,9 +487,7 @@ class Evaluator:
         fut.add_done_callback(self._forget)
         t0 = time.perf_counter()
         ctx = self._context_future(task, fut)  # the reference starts now, overlapping the build
-        kind = buildorder.build_class(candidate_source, self.cfg.fast_build and self.cfg.build_speed.get("split_launchers"))
-        self._build_pool.submit(buildorder.RANKS[kind], self._guard, fut, self._stage_build, task, candidate_source,
-                                ctx, fut, t0, kind)
+        self._build_pool.submit(self._guard, fut, self._stage_build, task, candidate_source, ctx, fut, t0)
         return fut
 
     def _guards(self) -> None:
@@ -578,9 +575,8 @@ class Evaluator:
         r.evidence = {"worker_restarts": 0, "phases_s": {}, "sandbox": dict(self._sandbox.evidence) if self._sandbox else {}}
         return r
 
-    def _stage_build(self, task: Any, src: str, ctx: cf.Future, fut: cf.Future, t0: float, kind: str) -> None:
+    def _stage_build(self, task: Any, src: str, ctx: cf.Future, fut: cf.Future, t0: float) -> None:
         r = self._new_result()
-        r.evidence["build_class"] = kind  # its place in the build queue (buildorder.py)
         self.cache_watch.begin(r)  # from here until _finish its workers may run its code
         ph = r.evidence["phases_s"]
         ph["queue"] = time.perf_counter() - t0
