@@ -71,6 +71,7 @@ class HarnessConfig:
     judge_device: str = "auto"  # where the parent compares outputs: auto (the slot's GPU, else cpu) | cpu
     staged_tasks: int = 4  # tasks whose inputs stay serialized in a sealed memfd (Linux)
     build_nice: int = 10  # builds yield the CPU to the GPU slot's work (IPC, judging)
+    oom_retry_alone: bool = True  # out of memory beside other candidates: once more with the slot to itself (oom.py)
     fast_build: bool = True
     build_speed: dict = _d(pch="auto", pch_cflags=[[], ["-O3"]], pch_wait_s=120, nvcc_threads=4, split_launchers=True,
                            light_binding=True)  # compiler-level build cuts (buildspeed.py, pchwarm.py)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures as cf
 import contextlib
+import copy
 import hashlib
 import json
 import os
@@ -46,6 +47,7 @@ from rewards.harness import (
     floor,
     gpulock,
     hostmem,
+    oom,
     pchwarm,
     precision,
     protocol,
@@ -426,6 +428,7 @@ class Evaluator:
         self.info = ask(first.w, None, self.cfg.timeouts_s.get("start", 120))
         first.greeted = True
         self._slots: queue.Queue[_Slot] = queue.Queue()
+        self._gather = threading.Lock()  # one run at a time gathers a slot's every token (oom.py)
         for s in self._all_slots:
             s.warm()
             for _ in range(self.resident):
@@ -601,7 +604,7 @@ class Evaluator:
 
     def _stage_exec(self, task: Any, src: str, ctxf: cf.Future, r: EvalResult, fut: cf.Future, t0: float,
                     t_ready: float) -> None:
-        ev, ph = r.evidence, r.evidence["phases_s"]
+        ev = r.evidence
         try:
             ctx = ctxf.result()
         except (WorkerRaised, WorkerDied, PhaseTimeout) as e:  # the reference failed: not the candidate's fault
@@ -612,13 +615,28 @@ class Evaluator:
         if ev.get("cache_entries") and not self._build_checked(task, src, r, ev):
             self._join_baseline(ctx, r, fut, t0)
             return
+        before = copy.deepcopy(vars(r))  # what a run alone on the slot starts from
+        self._resident_run(ctx, src, r, t_ready, alone=False)
+        if self.cfg.oom_retry_alone and self.resident > 1 and oom.out_of_memory(r.status, r.error):
+            first = r.error
+            for k, v in before.items():  # the same object: the cache watch knows it by id
+                setattr(r, k, v)
+            r.evidence["oom_retry"] = {"first_error": first[:400]}
+            self._resident_run(ctx, src, r, time.perf_counter(), alone=True)
+        self._join_baseline(ctx, r, fut, t0)
+
+    def _resident_run(self, ctx: dict, src: str, r: EvalResult, t_ready: float, alone: bool) -> None:
+        """Load, judge, time and profile the candidate on a resident place (``alone``: with every
+        resident place of that slot, oom.py)."""
+        ev, ph = r.evidence, r.evidence["phases_s"]
         # host memory for its trial outputs (sent at once) before a token: a candidate waiting for
         # memory must not keep a token from one that fits
         t_host = time.perf_counter()
         self._evict_idle(ctx["candidate_bytes"])
         held = self.host.acquire("candidate", ctx["candidate_bytes"])
         ph["host_wait"] = time.perf_counter() - t_host
-        slot = self._slots.get()  # a resident token: the GPU lock is taken inside, only to time
+        # a resident token (the GPU lock is taken inside, only to time); alone: all of one slot's
+        tokens = self._all_tokens() if alone else [self._slots.get()]
         try:
             # from ready to a token: the exec pool's queue, host memory and the slot queue
             t1 = time.perf_counter()
@@ -626,12 +644,26 @@ class Evaluator:
             ph["gpu_wait"] = ph["gpu_held"] = 0.0
             # last check before the load: what failed now is discarded and the worker builds it
             cacheguard.note(ev, self._seals.before_load(ev.get("cache_entries", [])))
-            self._execute(slot, src, ctx, r, ev)
+            self._execute(tokens[0], src, ctx, r, ev)
             ph["slot_held"] = time.perf_counter() - t1  # resident on the slot; gpu_held: alone on it
         finally:
             self.host.release("candidate", held)
-            self._slots.put(slot)
-        self._join_baseline(ctx, r, fut, t0)
+            for s in tokens:
+                self._slots.put(s)
+
+    def _all_tokens(self) -> list[_Slot]:
+        """Every resident token of one slot, so no other candidate is loaded there. One gatherer
+        at a time (two holding half each would wait for ever); other slots' tokens go back."""
+        with self._gather:
+            got = [self._slots.get()]
+            while len(got) < self.resident:
+                s = self._slots.get()
+                if s is got[0]:
+                    got.append(s)
+                else:
+                    self._slots.put(s)
+                    time.sleep(0.01)  # another GPU's token: let its candidates have it
+            return got
 
     def _join_baseline(self, ctx: dict, r: EvalResult, fut: cf.Future, t0: float) -> None:
         """Finish the candidate once its reference's baseline is there (usually already; else on
