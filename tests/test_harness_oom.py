@@ -23,6 +23,12 @@ def probe(code: str) -> str:
     return (CANDS / "py_probe.py").read_text().replace("        PROBE", "        import time, torch\n        " + code)
 
 
+def oom_once(tmp_path) -> str:
+    """Out of memory on its first forward only (a flag file tells the next worker)."""
+    flag = str(tmp_path / "oom_once")
+    return probe(f"if not os.path.exists({flag!r}):\n            open({flag!r}, 'w').close()\n            {OOM}")
+
+
 def cfg(tmp_path, **kw) -> dict:
     # sandbox off: the once-only candidate leaves a flag file where the next worker sees it
     return {"device": "cpu", "cache_dir": str(tmp_path / "cache"), "timed_calls": 8, "warmup": 1, "sandbox": "off",
@@ -35,10 +41,7 @@ def spans(tl: list, label: str) -> list[tuple[float, float]]:
 
 @pytest.mark.slow
 def test_out_of_memory_beside_others_is_judged_again_alone(tmp_path):
-    task = load_file(CANDS / "tiny_task.py")
-    flag = tmp_path / "oom_once"
-    once = probe(f"if not os.path.exists({str(flag)!r}):\n            open({str(flag)!r}, 'w').close()\n"
-                 f"            {OOM}")
+    task, once = load_file(CANDS / "tiny_task.py"), oom_once(tmp_path)
     always, other = probe(OOM), probe("raise ValueError('not memory')")
     slow = [probe(f"time.sleep(0.05)  # resident a while ({i})") for i in range(4)]
     with Evaluator(cfg(tmp_path)) as ev:
@@ -66,10 +69,7 @@ def test_out_of_memory_beside_others_is_judged_again_alone(tmp_path):
 
 @pytest.mark.slow
 def test_setting_off_keeps_the_first_verdict(tmp_path):
-    task = load_file(CANDS / "tiny_task.py")
-    flag = tmp_path / "oom_once"
-    once = probe(f"if not os.path.exists({str(flag)!r}):\n            open({str(flag)!r}, 'w').close()\n"
-                 f"            {OOM}")
+    task, once = load_file(CANDS / "tiny_task.py"), oom_once(tmp_path)
     with Evaluator(cfg(tmp_path, oom_retry_alone=False)) as ev:
         r = ev.submit(task, once).result()
     assert r.status == "runtime_error" and "oom_retry" not in r.evidence
