@@ -4,10 +4,11 @@ Up to ``harness.resident`` candidates are loaded on one GPU at once, beside refe
 profiler workers and the parent's copies of reference outputs. On the H100 (session 18, 16 real
 Gemini Level 3 programs) that filled the card (79.1 GiB peak) and one honest program,
 ``level_3_problem_6``, ran out of memory in its timing phase and was judged ``runtime_error``;
-alone it had passed. A verdict must not depend on who else was resident, so such a failure is
-run once more with every resident place of its slot taken (``harness.oom_retry_alone``); an
-out-of-memory then is the candidate's own. Reference and spare workers stay on the device
-meanwhile: alone means no other candidate, not an empty card.
+in session 14's run of the same programs it had passed. A verdict must not depend on who else
+was resident, so such a failure is run once more with every resident place of its slot taken
+(``harness.oom_retry_alone``); an out-of-memory then is the candidate's own. Reference and spare
+workers stay on the device meanwhile: alone means no other candidate, not an empty card. A
+candidate that raises the error itself gains only a second, equally fresh judgement.
 """
 
 from __future__ import annotations
