@@ -8,7 +8,8 @@ in session 14's run of the same programs it had passed. A verdict must not depen
 was resident, so such a failure is run once more with every resident place of its slot taken
 (``harness.oom_retry_alone``); an out-of-memory then is the candidate's own. Reference and spare
 workers stay on the device meanwhile: alone means no other candidate, not an empty card. A
-candidate that raises the error itself gains only a second, equally fresh judgement.
+candidate that raises the error itself gains only a second judgement: the same trials in a new
+worker, a new secret timing plan.
 """
 
 from __future__ import annotations
