@@ -32,8 +32,9 @@ ratio harness / KernelBench, median build time of fresh builds, GPU-lock held ti
 (``phases_s.gpu_held`` where the harness reports it, else ``slot_held``; KernelBench holds the
 GPU for its whole serial evaluation) and the GPU's busy fraction while candidates are queued
 (from built-and-ready to finished): nvidia-smi's utilization sampled in a thread, and the
-GPU-lock held time over that window; and each run's host CPU busy fraction (/proc/stat) and GPU
-memory peak (nvidia-smi), to tell a CPU-bound stage from a GPU-bound one. ``--cv`` evaluates one
+GPU-lock held time over that window; and each run's host CPU busy fraction (/proc/stat), its CPU
+seconds by process role (bench/cpu_roles.py: compilers, each kind of worker, the bench) and GPU
+memory peak (nvidia-smi), to tell a CPU-bound stage from a GPU-bound one and whose CPU it is. ``--cv`` evaluates one
 candidate ``--cv-reps`` (8) times, each in a fresh worker, and prints the runtime's coefficient of
 variation. ``--real DIR`` runs the same comparison on a KernelBench run directory (programs
 mapped to ``--real-refs``' level3 references by problem number); ``--beside FILE`` prints the figures of an earlier run's JSON next
@@ -64,6 +65,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from bench import cpu_roles  # noqa: E402
 from bench import kernelbench_batch as kbb  # noqa: E402
 from bench import throughput_candidates as tc  # noqa: E402
 from bench.real_code import deep_merge, harness_config, parse_overrides  # noqa: E402
@@ -103,6 +105,7 @@ class GpuSampler:
             threading.Thread(target=self._read, daemon=True).start()
         if os.path.exists("/proc/stat"):
             threading.Thread(target=self._read_cpu, args=(period_ms / 1000,), daemon=True).start()
+        self.roles = cpu_roles.RoleSampler()  # whose CPU it is (compilers, workers by kind, the bench)
 
     def _read(self) -> None:
         for line in self.proc.stdout:
@@ -131,6 +134,7 @@ class GpuSampler:
 
     def stop(self) -> None:
         self._stop.set()
+        self.roles.stop()
         if self.proc is not None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
@@ -153,7 +157,12 @@ class GpuSampler:
         spans = zip([self.t_start] + [t for t, _ in xs[:-1]], xs, strict=True)
         cpu = [v for a, (b, v) in spans if any(a < d and b >= c for c, d in windows)]
         mem = self._within(self.mem, windows)
-        return {"cpu_busy": statistics.mean(cpu) if cpu else None,
+        roles: dict[str, float] = {}
+        for a, b in windows:
+            for k, v in self.roles.within(a, b).items():
+                roles[k] = roles.get(k, 0.0) + v
+        return {"cpu_roles_s": dict(sorted(roles.items(), key=lambda kv: -kv[1])),
+                "cpu_busy": statistics.mean(cpu) if cpu else None,
                 "cpu_saturated": sum(x >= 0.9 for x in cpu) / len(cpu) if cpu else None,
                 "gpu_mem_peak_gib": max(mem) / 1024 if mem else None}
 
@@ -506,6 +515,11 @@ def host_lines(rows: list[dict]) -> list[str]:
         out.append(f"  {r['config']} {r['evaluator']} host: CPU busy {fmt(r.get('cpu_busy'), '.0%')} (mean over the run), "
                    f"{fmt(r.get('cpu_saturated'), '.0%')} of the time at least 90% busy; GPU memory peak "
                    f"{fmt(r.get('gpu_mem_peak_gib'), '.1f')} GiB")
+        roles = r.get("cpu_roles_s") or {}
+        total = sum(roles.values())
+        if total > 0:  # bench/cpu_roles.py: who used it
+            out.append(f"  {r['config']} {r['evaluator']} host CPU by role, CPU-s ({total / max(1, r.get('done') or 1):.1f} per "
+                       "candidate): " + ", ".join(f"{k} {v:.0f} ({v / total:.0%})" for k, v in roles.items() if v >= 0.5))
     return out
 
 

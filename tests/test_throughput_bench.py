@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 import torch.utils.cpp_extension as ce
 
+from bench import cpu_roles
 from bench import harness_throughput as ht
 from bench import throughput_candidates as tc
 from rewards.harness.reference import override_constants
@@ -137,11 +138,14 @@ def test_host_figures_come_from_the_samples_inside_the_window(monkeypatch, tmp_p
     s = ht.GpuSampler.__new__(ht.GpuSampler)  # no threads: the samples are given
     s.t_start, s.cpu = 0.0, [(0.5, 0.95), (1.5, 0.5), (2.5, 1.0), (9.0, 0.0)]
     s.mem = [(0.5, 2048.0), (1.5, 10240.0), (9.0, 40960.0)]
+    s.roles = cpu_roles.RoleSampler.__new__(cpu_roles.RoleSampler)  # CPU seconds charged per role, given
+    s.roles.deltas = [(0.4, "gcc", 2.0), (2.0, "worker:build", 3.0), (2.2, "gcc", 2.5), (3.0, "gcc", 5.0)]
     h = s.host_within([(0.0, 2.5)])  # each CPU sample covers the time since the one before it
+    assert h["cpu_roles_s"] == {"gcc": 4.5, "worker:build": 3.0} and list(h["cpu_roles_s"]) == ["gcc", "worker:build"]
     assert h["cpu_busy"] == pytest.approx((0.95 + 0.5 + 1.0) / 3)
     assert h["cpu_saturated"] == pytest.approx(2 / 3) and h["gpu_mem_peak_gib"] == pytest.approx(10.0)
     short = s.host_within([(4.0, 4.05)])  # inside (2.5, 9.0]: the sample that spans it, no GPU sample
-    assert short == {"cpu_busy": 0.0, "cpu_saturated": 0.0, "gpu_mem_peak_gib": None}
+    assert short == {"cpu_roles_s": {}, "cpu_busy": 0.0, "cpu_saturated": 0.0, "gpu_mem_peak_gib": None}
     assert s.host_within([(9.5, 10.0)])["cpu_busy"] is None  # after the last sample
     # /proc/stat's first line: user nice system idle iowait irq softirq steal; idle and iowait are not busy
     stat = tmp_path / "stat"
@@ -195,12 +199,16 @@ def test_dry_run_end_to_end(tmp_path):
             assert r["lock_bound_per_min"] >= r["cand_per_min"] * 0.999  # the lock alone allows at least what ran
         if sys.platform.startswith("linux"):  # /proc/stat sampled through the run
             assert 0 <= r["cpu_busy"] <= 1 and 0 <= r["cpu_saturated"] <= 1, (conf, ev)
+            roles = r["cpu_roles_s"]  # /proc/<pid>/stat by role: every run has its own orchestrator's CPU
+            assert roles.get("bench (orchestrator)", 0) > 0 and all(v > 0 for v in roles.values()), (conf, ev, roles)
         else:
             pre, ev_wall = r["pre_wall_s"], r["eval_wall_s"]
             assert r["cand_per_min"] == pytest.approx(r["done"] / (pre * r["done"] / r["n"] + ev_wall) * 60)
             assert all(x["runtime_ms"] > 0 and x["ref_runtime_ms"] > 0 for x in r["records"])
     # the dry run shares one extension source and cache: built by the first configuration only
     assert rows[("1/task", "harness")]["builds"] >= 1
+    assert rows[("1/task", "harness")]["cpu_roles_s"].get("gcc", 0) > 0  # its C++ build: the compiler's CPU
+    assert any(k.startswith("worker:") for k in rows[("1/task", "harness")]["cpu_roles_s"])
     assert rows[("2/task", "harness")]["builds"] == rows[("real", "harness")]["builds"] == 0
     styles = [x.get("style") for x in rows[("synthetic", "kernelbench-batch")]["work"]]
     assert styles == ["module", "init"]  # the baseline's sample takes the building styles in turn
