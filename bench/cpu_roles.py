@@ -85,8 +85,7 @@ class RoleSampler:
         self.deltas: list[tuple[float, str, float]] = []  # (perf_counter, role, CPU seconds)
         self._last: dict[str, tuple[str, str, float]] = {}  # pid -> (comm, role, CPU s at the last sample)
         self._stop = threading.Event()
-        self.ok = os.path.isdir("/proc/self")
-        if self.ok:
+        if os.path.isdir("/proc/self"):
             self._sample()  # what ran before the sampler started is not charged
             self.deltas.clear()
             threading.Thread(target=self._loop, args=(period,), daemon=True).start()
@@ -115,10 +114,10 @@ class RoleSampler:
     def stop(self) -> None:
         self._stop.set()
 
-    def within(self, a: float, b: float) -> dict[str, float]:
-        """CPU seconds per role charged in (a, b], most first."""
+    def within(self, windows: list[tuple[float, float]]) -> dict[str, float]:
+        """CPU seconds per role charged inside ``windows`` (each (a, b]), most first."""
         out: dict[str, float] = {}
         for t, role, s in list(self.deltas):
-            if a < t <= b:
+            if any(a < t <= b for a, b in windows):
                 out[role] = out.get(role, 0.0) + s
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))

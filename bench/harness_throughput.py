@@ -157,11 +157,7 @@ class GpuSampler:
         spans = zip([self.t_start] + [t for t, _ in xs[:-1]], xs, strict=True)
         cpu = [v for a, (b, v) in spans if any(a < d and b >= c for c, d in windows)]
         mem = self._within(self.mem, windows)
-        roles: dict[str, float] = {}
-        for a, b in windows:
-            for k, v in self.roles.within(a, b).items():
-                roles[k] = roles.get(k, 0.0) + v
-        return {"cpu_roles_s": dict(sorted(roles.items(), key=lambda kv: -kv[1])),
+        return {"cpu_roles_s": self.roles.within(windows),
                 "cpu_busy": statistics.mean(cpu) if cpu else None,
                 "cpu_saturated": sum(x >= 0.9 for x in cpu) / len(cpu) if cpu else None,
                 "gpu_mem_peak_gib": max(mem) / 1024 if mem else None}
@@ -518,7 +514,7 @@ def host_lines(rows: list[dict]) -> list[str]:
         roles = r.get("cpu_roles_s") or {}
         total = sum(roles.values())
         if total > 0:  # bench/cpu_roles.py: who used it
-            out.append(f"  {r['config']} {r['evaluator']} host CPU by role, CPU-s ({total / max(1, r.get('done') or 1):.1f} per "
+            out.append(f"  {r['config']} {r['evaluator']} host CPU by role, CPU-s ({total / (r.get('done') or 1):.1f} per "
                        "candidate): " + ", ".join(f"{k} {v:.0f} ({v / total:.0%})" for k, v in roles.items() if v >= 0.5))
     return out
 

@@ -31,7 +31,7 @@ def test_a_real_compile_is_charged_to_gcc_and_a_python_child_elsewhere(tmp_path)
     subprocess.run([sys.executable, "-c", busy], check=True)
     time.sleep(0.2)
     s.stop()
-    roles = s.within(t0, time.perf_counter())
+    roles = s.within([(t0, time.perf_counter())])
     assert roles.get("gcc", 0) > 0.2, roles  # cc1plus ran for most of a second or more
     assert roles.get("other", 0) > 0.2, roles  # the busy python child: not a compiler, not a worker
     assert list(roles) == sorted(roles, key=lambda k: -roles[k])  # most first

@@ -35,8 +35,9 @@ def cfg(tmp_path, **kw) -> dict:
             "resident": 3, "timeouts_s": {"correctness": 60, "timing": 60}, **kw}
 
 
-def spans(tl: list, label: str) -> list[tuple[float, float]]:
-    return [(s["start"], s["end"]) for s in tl if s["kind"] == "phase" and s["label"] == label]
+def spans(tl: list, label: str, mine: bool = True) -> list[tuple[float, float]]:
+    """Phases of the evaluation ``label`` (``mine``), or of every other one."""
+    return [(s["start"], s["end"]) for s in tl if s["kind"] == "phase" and (s["label"] == label) == mine]
 
 
 @pytest.mark.slow
@@ -61,7 +62,7 @@ def test_out_of_memory_beside_others_is_judged_again_alone(tmp_path):
     starts = sorted(s["start"] for s in tl if s["kind"] == "phase" and s["label"] == label and s["what"] == "start")
     assert len(starts) == 2, starts
     mine = [(a, b) for a, b in spans(tl, label) if a >= starts[1]]
-    others = [(a, b) for s in tl if s["kind"] == "phase" and s["label"] != label for a, b in [(s["start"], s["end"])]]
+    others = spans(tl, label, mine=False)
     assert mine and not [(m, o) for m in mine for o in others if o[0] < m[1] and m[0] < o[1]]
     first_end = max(b for a, b in spans(tl, label) if a < starts[1])
     assert any(b > first_end for _, b in others)  # others were still resident when it failed: it waited
