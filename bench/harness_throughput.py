@@ -263,7 +263,7 @@ def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict
             "held_key": "gpu_held" if "gpu_held" in ph else "slot_held", "phases_s": ph,
             "slot_builds": r.evidence.get("slot_builds"), "fast_build": r.evidence.get("fast_build") or [],
             "profiled": "system_profile" in r.evidence, "profiling_error": r.evidence.get("profiling_error"),
-            "error": r.error, "t_submit": t_sub,
+            "oom_retry": r.evidence.get("oom_retry"), "error": r.error, "t_submit": t_sub,
             "t_ready": ready if r.compiled else None, "t_done": t_done}
 
 
@@ -482,6 +482,11 @@ def phase_lines(rows: list[dict]) -> list[str]:
                    f"{sum(rec.get('slot_builds') or 0 for rec in r['records'])}; fresh builds whose binding unit "
                    f"used the shared PCH: {sum('pch' in rec.get('fast_build', []) for rec in r['records'] if not rec['cache_hit'])}"
                    f" of {sum(not rec['cache_hit'] for rec in r['records'])}")
+        for rec in r["records"]:
+            if rec.get("oom_retry"):  # out of memory beside others: judged once more alone (oom.py)
+                o = rec["oom_retry"]
+                out.append(f"  {r['config']} out-of-memory retry: {rec['task']} -> {rec['status']}; device free "
+                           f"{o.get('free_gib_before')} GiB, {o.get('free_gib_shed')} GiB after the parent shed its cache")
         n = sorted(rec["timed_calls"] for rec in r["records"] if rec.get("timed_calls"))
         if n:
             out.append(f"  {r['config']} timed calls per measurement (harness.timing_budget_ms): median "

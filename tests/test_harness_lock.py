@@ -249,6 +249,9 @@ def test_config_keys_for_scheduling():
     assert c.n_reference_profilers("cuda") == 4  # one per reference worker
     assert HarnessConfig.from_mapping({"reference_profilers": 0}).n_reference_profilers("cuda") == 0
     assert HarnessConfig.from_mapping({"resident": 1}).n_resident("cuda") == 1
+    assert c.profile_worker == "same"
+    with pytest.raises(ValueError, match="profile_worker must be same or fresh"):
+        HarnessConfig.from_mapping({"profile_worker": "other"})
 
 
 # -- slow: the real harness on CPU ------------------------------------------------------------
@@ -365,6 +368,39 @@ def test_gpu_eight_candidates_two_tasks_no_overlap_and_slow_init_does_not_block(
         ph = r.evidence["phases_s"]
         assert ph["gpu_held"] >= ph["time"] + ph["profile"] - 0.01 and ph["gpu_wait"] >= 0
         print(r.status, r.runtime_us, {k: ph.get(k) for k in ("load", "time", "profile", "gpu_wait", "gpu_held", "slot_held", "total")})
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["same", "fresh"])
+def test_gpu_profile_worker_profiles_after_the_timing(tmp_path, mode):
+    """``profile_worker: same``: the timed worker starts CUPTI only once its timing is over (CUPTI
+    stays attached and slows launches) and profiles without loading the candidate again; both
+    modes see the candidate's own kernels run."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    task = load_file(CANDS / "tiny_task.py")
+    cfg = {"device": "cuda", "cache_dir": str(tmp_path), "compile_baseline": False, "resident": 2,
+           "profile_worker": mode, "build_construct": {"enabled": False}}
+    src = (CANDS / "cuda_gelu.py").read_text()
+    with Evaluator(cfg) as ev:
+        r = ev.submit(task, src).result()
+        tl = list(ev.timeline)
+        profilers = [w for s in ev._all_slots for w in s.spares.get("profiler", [])]
+    assert r.status == "ok", (r.error, r.log_tail)
+    ev_, ph = r.evidence, r.evidence["phases_s"]
+    assert "profiling_error" not in ev_, ev_.get("profiling_error")
+    assert any(k.get("origin") == "candidate" for k in ev_["system_profile"]["top_kernels"]), ev_["system_profile"]
+    label = evmod.Evaluator._label({"task_id": task.id}, src)
+    timed = next(s for s in tl if s["kind"] == "gpu" and s["what"] == "time" and s["label"] == label)
+    if mode == "same":
+        start = next(s for s in tl if s["kind"] == "phase" and s["what"] == "profile_start" and s["label"] == label)
+        assert start["start"] >= timed["end"], (start, timed)
+        assert "profile_load" not in ph and not profilers  # one process: no profiler spares kept warm
+    else:
+        assert ph["profile_load"] > 0 and profilers
 
 
 def test_reference_worker_warms_the_flop_counter():

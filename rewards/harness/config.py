@@ -66,6 +66,7 @@ class HarnessConfig:
     profile_calls: int = 3
     profile_warm_early: bool = True  # the profiled run's warming forward before the GPU lock, not inside it
     profiler_spares: Any = "auto"  # warm profiler workers per GPU; auto: one per resident candidate (one warms in 4-8 s)
+    profile_worker: str = "same"  # same: the timed worker profiles after its timing | fresh: a profiler process per candidate
     cuda_arch: str = "auto"
     build_max_jobs: int = 2
     judge_device: str = "auto"  # where the parent compares outputs: auto (the slot's GPU, else cpu) | cpu
@@ -119,6 +120,8 @@ class HarnessConfig:
         bad = sorted(set(base.precision) - {"matmul_tf32", "cudnn_tf32"})
         if bad or not all(isinstance(v, bool) for v in base.precision.values()):
             raise ValueError(f"harness.precision takes matmul_tf32 and cudnn_tf32 (true/false), not {base.precision!r}")
+        if base.profile_worker not in ("same", "fresh"):
+            raise ValueError(f"harness.profile_worker must be same or fresh, not {base.profile_worker!r}")
         if base.sandbox is False:  # YAML 1.1 reads a bare `off` as false
             base.sandbox = "off"
         if base.sandbox not in ("strict", "best", "off"):

@@ -26,6 +26,7 @@ import collections
 import concurrent.futures as cf
 import contextlib
 import copy
+import gc
 import hashlib
 import json
 import os
@@ -216,8 +217,10 @@ def _lru_insert(cache: collections.OrderedDict, key, value, limit: int, evict=No
 
 class _Slot:
     """One execution slot (a GPU, or a CPU worker) with pre-spawned spare workers per role:
-    ``candidate`` (correctness and timing) and, on CUDA, ``profiler`` (the profiled run, with
-    the profiler already started, so neither its start-up nor its lingering hooks touch timing).
+    ``candidate`` (correctness, timing and, with ``profile_worker: same``, the profiled run after
+    the timing) and, on CUDA, ``profiler`` (references' profiled runs; with ``profile_worker:
+    fresh`` candidates' too, the profiler started ahead). Either way neither CUPTI's start-up
+    nor its lingering hooks touch a timing.
 
     ``lock`` is held only for what must be alone on the device: timed calls, the profiled run,
     ncu, the reference's timing (and the parent's judging on it). Starting workers, loading
@@ -412,8 +415,8 @@ class Evaluator:
         # many warm candidate workers, so that candidates starting together all start warm
         self.resident = self.cfg.n_resident(self.device)
         depth = {"candidate": self.resident}
-        if self.device == "cuda" and self.cfg.profile:
-            depth["profiler"] = self.cfg.n_profiler_spares(self.device)
+        if self.device == "cuda" and self.cfg.profile:  # same: only references' profiles take a profiler
+            depth["profiler"] = self.cfg.n_profiler_spares(self.device) if self.cfg.profile_worker == "fresh" else 0
         n_ref_spares = self.cfg.n_reference_spares(self.device)
         if n_ref_spares:  # renewed after every task's baseline: a warm one replaces it at once
             depth["reference"] = n_ref_spares
@@ -637,6 +640,8 @@ class Evaluator:
         ph["host_wait"] = time.perf_counter() - t_host
         # a resident token (the GPU lock is taken inside, only to time); alone: all of one slot's
         tokens = self._all_tokens() if alone else [self._slots.get()]
+        if alone:
+            ev["oom_retry"].update(self._shed_device_memory(tokens[0], ctx))
         try:
             # from ready to a token: the exec pool's queue, host memory and the slot queue
             t1 = time.perf_counter()
@@ -650,6 +655,24 @@ class Evaluator:
             self.host.release("candidate", held)
             for s in tokens:
                 self._slots.put(s)
+
+    def _shed_device_memory(self, slot: _Slot, ctx: dict) -> dict:
+        """Before a run alone on ``slot``: the parent's device copies of other tasks' reference
+        outputs and its allocator's cached blocks go back to the device (session 19: the parent
+        held 22.6 GiB of the H100 when level_3_problem_6 ran out of memory alone). Returns the
+        device's free memory before and after, for the evidence."""
+        if self.device != "cuda" or not torch.cuda.is_available():
+            return {}
+        dev = f"cuda:{slot.index}"
+        free0 = torch.cuda.mem_get_info(dev)[0]
+        with self._ctx_lock:
+            for key in [k for k in self._dev_refs if k[1] == dev and k[0] != ctx["serial"]]:
+                del self._dev_refs[key]
+        gc.collect()
+        with torch.cuda.device(dev):
+            torch.cuda.empty_cache()
+        return {"free_gib_before": round(free0 / 2**30, 2),
+                "free_gib_shed": round(torch.cuda.mem_get_info(dev)[0] / 2**30, 2)}
 
     def _all_tokens(self) -> list[_Slot]:
         """Every resident token of one slot, so no other candidate is loaded there. One gatherer
@@ -1253,9 +1276,12 @@ class Evaluator:
         w = slot.take()
         ph["take"] = time.perf_counter() - t0  # includes spawning the next spare
         phase, pw = "start", None
-        # the profiler worker is taken now and its start-up (CUPTI, 4-8 s) waited for beside the
-        # candidate's load and trials, not after its timing (H200: a median 3-4 s of slot time)
-        early = self._early_profiler(slot) if self.device == "cuda" and self.cfg.profile else None
+        # profile_worker fresh: the profiler worker is taken now and its start-up (CUPTI, 4-8 s)
+        # waited for beside the candidate's load and trials, not after its timing (H200: a median
+        # 3-4 s of slot time). same: the timed worker profiles after its timing, one process less
+        # (session 19: profiler processes were 29% of the host CPU of a cold batch, the bound)
+        same = self.cfg.profile_worker == "same"
+        early = self._early_profiler(slot) if self.device == "cuda" and c.profile and not same else None
         compiles: dict = {}  # per worker: its compiler runs (cumulative), the builds the pool missed
         label = self._label(ctx, src)
 
@@ -1319,13 +1345,16 @@ class Evaluator:
                 ph["judge"] += time.perf_counter() - t0
             if self.device == "cuda" and c.profile and r.status == "ok":
                 phase = "profile"
-                r.log_tail = w.log_tail()
-                self._drop(w)  # timed and done: its GPU memory goes before the profiled run
-                holder: list[Worker] = []
-                try:
-                    self._profile(slot, job, src, ctx, ev, timed, holder, early)
-                finally:
-                    pw, early = (holder[0] if holder else None), None
+                if same:
+                    self._profile(slot, job, src, ctx, ev, timed, [], same=w)
+                else:
+                    r.log_tail = w.log_tail()
+                    self._drop(w)  # timed and done: its GPU memory goes before the profiled run
+                    holder: list[Worker] = []
+                    try:
+                        self._profile(slot, job, src, ctx, ev, timed, holder, early)
+                    finally:
+                        pw, early = (holder[0] if holder else None), None
         except PhaseTimeout as e:
             r.status, r.correct, r.error = "timeout", False, f"{phase} phase: {e}"
             ev["worker_restarts"] += 1
@@ -1359,25 +1388,30 @@ class Evaluator:
         return pw, self._hello_pool.submit(ask, pw, None, self.cfg.timeouts_s.get("start", 120))
 
     def _profile(self, slot: _Slot, job: dict, src: str, ctx: dict, ev: dict, timed, holder: list,
-                 early: tuple[Worker, cf.Future] | None = None) -> None:
+                 early: tuple[Worker, cf.Future] | None = None, same: Worker | None = None) -> None:
         """The profiled run and ncu, after the candidate was judged and timed: a failure of either
         is the harness's instrumentation failing (hooks on a ScriptModule, CUPTI, ncu), so it is
-        recorded as ``profiling_error`` and leaves status and timing as measured. The profiler
-        worker (``early``: taken when the candidate started, its hello awaited meanwhile) goes into
-        ``holder`` (the caller drops it)."""
+        recorded as ``profiling_error`` and leaves status and timing as measured. ``same``: the
+        timed worker, its candidate loaded, starts CUPTI now (its timing is over) and profiles.
+        Else a profiler worker (``early``: taken when the candidate started, its hello awaited
+        meanwhile) loads the candidate; it goes into ``holder`` (the caller drops it)."""
         c, t, ph = self.cfg, self.cfg.timeouts_s, ev["phases_s"]
         label = self._label(ctx, src)
         with instrumentation(ev, "the profiled run"):
-            pw, hello_f = early or self._early_profiler(slot)
-            holder.append(pw)
-            t0 = time.perf_counter()
-            try:  # what is left of its start-up: the slot waits only for that
-                hello = hello_f.result()
-            finally:
-                ph["profile_start"] = time.perf_counter() - t0
+            if same is not None:
+                pw, hello = same, timed("profile_start", {"op": "cupti"}, t["timing"])
+            else:
+                pw, hello_f = early or self._early_profiler(slot)
+                holder.append(pw)
+                t0 = time.perf_counter()
+                try:  # what is left of its start-up: the slot waits only for that
+                    hello = hello_f.result()
+                finally:
+                    ph["profile_start"] = time.perf_counter() - t0
             if isinstance(hello, dict) and hello.get("warm_up_error"):  # why a later profile op may fail
                 ev["profiler_warm_up_error"] = hello["warm_up_error"][:300]
-            timed("profile_load", job, t["correctness"], pw)
+            if same is None:
+                timed("profile_load", job, t["correctness"], pw)
             prof = self._profiled_run(slot, pw, lambda name, job, limit: timed(name, job, limit, pw), ctx,
                                       c.profile_calls, ph, label)
             prof.pop("op_s", None)

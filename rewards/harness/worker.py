@@ -504,6 +504,14 @@ def main() -> None:
                 res = state["cand"].time(job)
             elif op == "warm":
                 res = state["cand"].warm(job)
+            elif op == "cupti":  # harness.profile_worker same: CUPTI starts after the timing, never before
+                from rewards.harness import sysprof
+
+                try:  # as a profiler worker's hello: a CUPTI that cannot start is the profile op's to report
+                    res = {"warm_up_s": sysprof.warm_up()}
+                except Exception as e:  # noqa: BLE001
+                    traceback.print_exc()
+                    res = {"warm_up_error": _err(e)}
             elif op == "profile":
                 res = state["cand"].profile(job)
             elif op == "profile_summary":
