@@ -263,7 +263,8 @@ def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict
             "held_key": "gpu_held" if "gpu_held" in ph else "slot_held", "phases_s": ph,
             "slot_builds": r.evidence.get("slot_builds"), "fast_build": r.evidence.get("fast_build") or [],
             "profiled": "system_profile" in r.evidence, "profiling_error": r.evidence.get("profiling_error"),
-            "oom_retry": r.evidence.get("oom_retry"), "error": r.error, "t_submit": t_sub,
+            "oom_retry": r.evidence.get("oom_retry"), "worker_cpu_s": r.evidence.get("worker_cpu_s") or {},
+            "error": r.error, "t_submit": t_sub,
             "t_ready": ready if r.compiled else None, "t_done": t_done}
 
 
@@ -482,6 +483,13 @@ def phase_lines(rows: list[dict]) -> list[str]:
                    f"{sum(rec.get('slot_builds') or 0 for rec in r['records'])}; fresh builds whose binding unit "
                    f"used the shared PCH: {sum('pch' in rec.get('fast_build', []) for rec in r['records'] if not rec['cache_hit'])}"
                    f" of {sum(not rec['cache_hit'] for rec in r['records'])}")
+        cpu: dict[str, float] = {}
+        for rec in r["records"]:
+            for k, v in (rec.get("worker_cpu_s") or {}).items():
+                cpu[k] = cpu.get(k, 0.0) + v
+        if cpu:
+            out.append(f"  {r['config']} candidates' workers, CPU-s by phase (summed; start: a worker's start-up): "
+                       + ", ".join(f"{k} {v:.0f}" for k, v in sorted(cpu.items(), key=lambda kv: -kv[1])))
         for rec in r["records"]:
             if rec.get("oom_retry"):  # out of memory beside others: judged once more alone (oom.py)
                 o = rec["oom_retry"]

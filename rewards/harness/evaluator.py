@@ -939,6 +939,7 @@ class Evaluator:
                                               c.spot_checks + 1, self._scale())}
         ctx = ask(rw.w, job, c.timeouts_s["baseline"])
         tt["prepare_s"] = time.perf_counter() - t0
+        tt["prepare_cpu_s"] = round(ctx.pop("op_cpu_s", 0.0), 3)
         tt["prepare_worker_s"] = round(ctx.pop("op_s", 0.0), 3)  # the rest: start, messages, SIGSTOPs
         tt["prepare_phases"] = ctx.pop("phases", {})
         ctx["task_id"] = tt["task"]
@@ -1300,6 +1301,10 @@ class Evaluator:
                                       "start": t0, "end": t0 + ph[name]})
                 if isinstance(res, dict) and "compiles" in res:  # not evidence of the program itself
                     compiles[id(who or w)] = (res.pop("compiles"), res.pop("compile_s", 0.0))
+                if isinstance(res, dict):  # the worker's CPU seconds for this phase (start: its start-up)
+                    cpu = res.get("op_cpu_s", res.get("cpu_s") if name in ("start", "profile_start") else None)
+                    if cpu is not None:
+                        ev.setdefault("worker_cpu_s", {})[name] = round(cpu, 3)
         try:
             timed("start", None, t.get("start", 120))
             phase = "correctness"
@@ -1408,6 +1413,8 @@ class Evaluator:
                     hello = hello_f.result()
                 finally:
                     ph["profile_start"] = time.perf_counter() - t0
+            if same is None and isinstance(hello, dict) and "cpu_s" in hello:  # its start-up, CUPTI's included
+                ev.setdefault("worker_cpu_s", {})["profile_start"] = round(hello["cpu_s"], 3)
             if isinstance(hello, dict) and hello.get("warm_up_error"):  # why a later profile op may fail
                 ev["profiler_warm_up_error"] = hello["warm_up_error"][:300]
             if same is None:
@@ -1415,6 +1422,7 @@ class Evaluator:
             prof = self._profiled_run(slot, pw, lambda name, job, limit: timed(name, job, limit, pw), ctx,
                                       c.profile_calls, ph, label)
             prof.pop("op_s", None)
+            prof.pop("op_cpu_s", None)
             ev.update(prof)
         if "profiling_error" in ev:
             return

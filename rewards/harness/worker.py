@@ -470,6 +470,7 @@ def main() -> None:
     warm_flops = role == "reference" and os.environ.get("KM_DEVICE") == "cuda"
     if warm_flops and os.environ.get("KM_SPARE") == "1":
         _warm_flop_counter()
+    hello["cpu_s"] = time.process_time()  # start-up's CPU: imports, CUDA, CUPTI
     protocol.send(conn, hello)
     if warm_flops and os.environ.get("KM_SPARE") != "1":
         _warm_flop_counter()  # after the hello: nobody waits for it, the next task's prepare may
@@ -480,7 +481,7 @@ def main() -> None:
         except EOFError:
             return
         op = job["op"]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             if "staged" in job:  # inputs sent once per worker by a "stage" message
                 job["sets"] = state["staged"][job.pop("staged")]
@@ -538,6 +539,7 @@ def main() -> None:
                 protocol.send(conn, {**res, "fatal": True})
                 os._exit(3)
         res["op_s"] = time.perf_counter() - t0
+        res["op_cpu_s"] = time.process_time() - c0  # every thread's CPU: where a batch's host CPU goes
         # compiler runs in this process so far: in a candidate or profiler worker, builds the build
         # pool did not capture (evidence.slot_builds)
         if role in ("candidate", "profiler"):
