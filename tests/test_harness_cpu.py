@@ -61,6 +61,16 @@ def test_phase_times_say_where_the_time_went(first):
     assert ph["build"] >= first.build_s and ph["total"] >= ph["build"] + ph["trials"] + ph["time"]
 
 
+def test_workers_say_where_their_cpu_went(ev, first):
+    """Each phase's worker CPU seconds (every thread of the worker; start: its start-up, torch's
+    import included), the figures the throughput bench sums to find a batch's CPU bound."""
+    cpu = first.evidence["worker_cpu_s"]
+    assert {"load", "trials", "time"} <= set(cpu) and all(v >= 0 for v in cpu.values())
+    assert cpu.get("start", 0) + cpu["trials"] + cpu["time"] > 0.1
+    prep = [t["prepare_cpu_s"] for t in ev.task_timings]
+    assert prep and all(p > 0 for p in prep)
+
+
 def test_reference_is_prepared_once_per_task(ev, task, first):
     more = [ev.submit(task, multi("legit")) for _ in range(3)]  # queued together, one task
     assert all(f.result().status == "ok" for f in more)

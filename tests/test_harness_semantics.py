@@ -218,6 +218,26 @@ def test_the_profiled_runs_warming_forward_runs_outside_the_gpu_lock(early):
         assert jobs["profile"]["warm"] is True
 
 
+def test_the_same_worker_starts_cupti_then_profiles_without_loading_again():
+    """``profile_worker: same``: CUPTI starts in the timed worker outside the lock, no profiler is
+    taken and nothing is loaded again; a CUPTI that cannot start is evidence, its failure the
+    profile op's to report."""
+    ev = Evaluator({"device": "cpu", "profile_worker": "same"})
+    slot, calls, asked = _LockSlot(), [], []
+    me = object()
+
+    def timed(name, job, limit, who=None):
+        calls.append((name, slot.locked))
+        asked.append(who)
+        return {"warm_up_error": "CUPTI_ERROR_NOT_INITIALIZED"} if name == "profile_start" else {}
+    ctx = {"sets": [([torch.zeros(1)], [])], "dtype": "float32", "task_source": "", "overrides": {}}
+    e, holder = {"phases_s": {}}, []
+    ev._profile(slot, {}, "src", ctx, e, timed, holder, same=me)
+    assert calls == [("profile_start", False), ("profile_warm", False), ("profile", True), ("profile_summary", False)]
+    assert asked[0] is None and all(w is me for w in asked[1:])  # start: the timed worker's own `timed`
+    assert holder == [] and e["profiler_warm_up_error"] == "CUPTI_ERROR_NOT_INITIALIZED"
+
+
 def test_profiler_death_and_timeout_are_instrumentation_errors_too():
     for exc in (evmod.WorkerDied("killed by SIGSEGV"), evmod.PhaseTimeout("no answer within 5 s")):
         def timed(name, job, limit, who=None, exc=exc):
