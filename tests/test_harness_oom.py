@@ -74,3 +74,29 @@ def test_setting_off_keeps_the_first_verdict(tmp_path):
     with Evaluator(cfg(tmp_path, oom_retry_alone=False)) as ev:
         r = ev.submit(task, once).result()
     assert r.status == "runtime_error" and "oom_retry" not in r.evidence
+
+
+def test_before_a_run_alone_the_orchestrator_sheds_other_tasks_device_copies(monkeypatch):
+    """On a GPU the retry first drops the orchestrator's device copies of other tasks' reference
+    outputs on that GPU (its own task's stay) and its allocator's cached blocks, and records the
+    free memory before and after. The device calls are stood in for: this machine has no GPU."""
+    import contextlib
+    import types
+
+    import torch
+
+    free = iter([10 * 2**30, 24 * 2**30])
+    emptied = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev: (next(free), 80 * 2**30))
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(True))
+    monkeypatch.setattr(torch.cuda, "device", lambda dev: contextlib.nullcontext())
+    ev = Evaluator({"device": "cpu"})  # not entered: no workers
+    ev.device = "cuda"
+    for key in [(1, "cuda:0"), (2, "cuda:0"), (1, "cuda:1")]:
+        ev._dev_refs[key] = {}
+    got = ev._shed_device_memory(types.SimpleNamespace(index=0), {"serial": 2})
+    assert list(ev._dev_refs) == [(2, "cuda:0"), (1, "cuda:1")]  # this task's copy and another GPU's stay
+    assert emptied and got == {"free_gib_before": 10.0, "free_gib_shed": 24.0}
+    ev.device = "cpu"
+    assert ev._shed_device_memory(types.SimpleNamespace(index=0), {"serial": 2}) == {}

@@ -640,9 +640,9 @@ class Evaluator:
         ph["host_wait"] = time.perf_counter() - t_host
         # a resident token (the GPU lock is taken inside, only to time); alone: all of one slot's
         tokens = self._all_tokens() if alone else [self._slots.get()]
-        if alone:
-            ev["oom_retry"].update(self._shed_device_memory(tokens[0], ctx))
         try:
+            if alone:
+                ev["oom_retry"].update(self._shed_device_memory(tokens[0], ctx))
             # from ready to a token: the exec pool's queue, host memory and the slot queue
             t1 = time.perf_counter()
             ph["slot_wait"] = t1 - t_ready
