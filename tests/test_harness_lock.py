@@ -448,3 +448,32 @@ def test_reference_spares_default_only_where_references_are_renewed():
     assert c.n_reference_spares("cuda") == c.n_reference_workers("cuda") == 4
     assert HarnessConfig.from_mapping({"profile": False}).n_reference_spares("cuda") == 0
     assert HarnessConfig.from_mapping({"reference_spares": 2}).n_reference_spares("cpu") == 2
+
+
+@pytest.mark.parametrize("kw,role,spare,want", [
+    ({}, "candidate", True, "1"),  # the default on a GPU: spares import ahead
+    ({}, "candidate", False, "0"),  # spawned because none was warm: a candidate waits for it
+    ({}, "profiler", True, "0"), ({}, "reference", True, "0"),
+    ({"profile_worker": "fresh"}, "candidate", True, "0"),  # a profiler process profiles it
+    ({"import_profiler_ahead": False}, "candidate", True, "0"), ({"profile": False}, "candidate", True, "0"),
+])
+def test_which_workers_import_the_profiler_ahead(kw, role, spare, want):
+    ev = Evaluator({"device": "cpu", **kw})  # not entered: no workers
+    ev.device = "cuda"
+    assert ev._worker_env(role, "0", spare)["KM_IMPORT_PROFILER"] == want
+    ev.device = "cpu"
+    assert ev._worker_env(role, None, spare)["KM_IMPORT_PROFILER"] == "0"
+
+
+@pytest.mark.slow
+def test_a_candidate_worker_told_to_import_the_profilers_modules_before_its_hello(tmp_path):
+    from rewards.harness.sandbox import Worker
+
+    hellos = {}
+    for flag in ("1", "0"):
+        w = Worker("candidate", {"KM_DEVICE": "cpu", "KM_IMPORT_PROFILER": flag}, str(tmp_path), False, None)
+        try:
+            hellos[flag] = evmod.ask(w, None, 120)
+        finally:
+            w.cleanup()
+    assert hellos["1"]["profiler_imports_s"] > 0 and "profiler_imports_s" not in hellos["0"]

@@ -311,3 +311,31 @@ def test_cudnn_transposed_conv_reads_its_own_argument_order():
     # a zero stride (arguments that do not add up) is no estimate, not a ZeroDivisionError
     assert opcost.estimate("aten::cudnn_convolution", [[2, 8, 16, 16], [4, 8, 3, 3]], ["float", "float"],
                            ["", "", "[1, 1]", "[0, 0]", "[1, 1]", "1"]) is None
+
+
+_FIRST_SESSION = """
+import sys, torch
+from rewards.harness import sysprof
+if sys.argv[1] == "ahead":
+    sysprof.import_ahead()
+before = set(sys.modules)
+from torch.profiler import ProfilerActivity, profile
+with profile(activities=[ProfilerActivity.CPU]):
+    torch.ones(8).sum()
+new = [m for m in set(sys.modules) - before if m.startswith(("torch._inductor", "torch._dynamo", "sympy"))]
+print(len(new))
+"""
+
+
+@pytest.mark.parametrize("ahead", [False, True])
+def test_importing_ahead_leaves_the_first_profiler_session_nothing_to_import(ahead):
+    """``harness.import_profiler_ahead``: a spare candidate worker imports what torch.profiler's
+    first session imports (torch._inductor, torch._dynamo, sympy: seconds of the timed worker's
+    profile_start on a busy host) before it is taken. The control shows the session imports them."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _FIRST_SESSION, "ahead" if ahead else "cold"], capture_output=True,
+                         text=True, timeout=300, cwd=Path(__file__).parent.parent, check=True).stdout
+    n = int(out.split()[-1])
+    assert (n == 0) if ahead else (n > 100), n

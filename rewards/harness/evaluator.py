@@ -722,12 +722,20 @@ class Evaluator:
             return [v.strip() for v in vis.split(",") if v.strip()]
         return [str(i) for i in range(max(1, torch.cuda.device_count()))]
 
+    def _worker_env(self, role: str, gpu: str | None, spare: bool) -> dict:
+        c = self.cfg
+        env = {**self._ext_env(None if role == "build" else gpu), "KM_DEVICE": self.device,
+               "MAX_JOBS": str(c.build_max_jobs), "KM_NICE": str(c.build_nice if role == "build" else 0),
+               precision.ENV: json.dumps(c.precision), "KM_SPARE": "1" if spare else "0"}
+        # a spare that will profile after its timing imports the profiler's modules while it waits
+        ahead = spare and role == "candidate" and self.device == "cuda" and c.profile and c.profile_worker == "same"
+        env["KM_IMPORT_PROFILER"] = "1" if ahead and c.import_profiler_ahead else "0"
+        return env
+
     def _spawn(self, role: str, gpu: str | None, spare: bool = False) -> Worker:
         if self._closing:
             raise RuntimeError("the evaluator is shutting down")
-        env = {**self._ext_env(None if role == "build" else gpu), "KM_DEVICE": self.device,
-               "MAX_JOBS": str(self.cfg.build_max_jobs), "KM_NICE": str(self.cfg.build_nice if role == "build" else 0),
-               precision.ENV: json.dumps(self.cfg.precision), "KM_SPARE": "1" if spare else "0"}
+        env = self._worker_env(role, gpu, spare)
         w = Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace,
                    None if role == "reference" else self._sandbox)  # the reference runs no candidate code
         with self._wlock:

@@ -467,6 +467,13 @@ def main() -> None:
                 hello["warm_up_error"] = _err(e)
     # a reference spare warms before its hello: until then the slot stops it during timed sections,
     # and once taken it is ready; the evaluator's first reference warms after (its hello is awaited)
+    if role == "candidate" and os.environ.get("KM_IMPORT_PROFILER") == "1":  # a spare: it profiles after timing
+        from rewards.harness import sysprof
+
+        try:  # an import that fails here fails again in the profiled run, which reports it
+            hello["profiler_imports_s"] = sysprof.import_ahead()
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
     warm_flops = role == "reference" and os.environ.get("KM_DEVICE") == "cuda"
     if warm_flops and os.environ.get("KM_SPARE") == "1":
         _warm_flop_counter()
