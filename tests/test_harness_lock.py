@@ -450,12 +450,15 @@ def test_reference_spares_default_only_where_references_are_renewed():
     assert HarnessConfig.from_mapping({"reference_spares": 2}).n_reference_spares("cpu") == 2
 
 
+ON = {"import_profiler_ahead": True}
+
+
 @pytest.mark.parametrize("kw,role,spare,want", [
-    ({}, "candidate", True, "1"),  # the default on a GPU: spares import ahead
-    ({}, "candidate", False, "0"),  # spawned because none was warm: a candidate waits for it
-    ({}, "profiler", True, "0"), ({}, "reference", True, "0"),
-    ({"profile_worker": "fresh"}, "candidate", True, "0"),  # a profiler process profiles it
-    ({"import_profiler_ahead": False}, "candidate", True, "0"), ({"profile": False}, "candidate", True, "0"),
+    (ON, "candidate", True, "1"),  # on a GPU: spares import ahead
+    (ON, "candidate", False, "0"),  # spawned because none was warm: a candidate waits for it
+    (ON, "profiler", True, "0"), (ON, "reference", True, "0"),
+    ({**ON, "profile_worker": "fresh"}, "candidate", True, "0"),  # a profiler process profiles it
+    ({}, "candidate", True, "0"), ({**ON, "profile": False}, "candidate", True, "0"),  # off by default
 ])
 def test_which_workers_import_the_profiler_ahead(kw, role, spare, want):
     ev = Evaluator({"device": "cpu", **kw})  # not entered: no workers
