@@ -65,7 +65,7 @@ class HarnessConfig:
     profile: bool = True
     profile_calls: int = 3
     profile_warm_early: bool = True  # the profiled run's warming forward before the GPU lock, not inside it
-    profiler_spares: Any = "auto"  # warm profiler workers per GPU; auto: one per resident candidate (one warms in 4-8 s)
+    profiler_spares: Any = "auto"  # (profile_worker: fresh) warm profiler workers per GPU; auto: one per resident candidate (one warms in 4-8 s)
     profile_worker: str = "same"  # same: the timed worker profiles after its timing | fresh: a profiler process per candidate
     import_profiler_ahead: bool = False  # same: a spare imports torch.profiler's first-session modules while it waits (sysprof.import_ahead; not yet measured on a GPU)
     cuda_arch: str = "auto"
