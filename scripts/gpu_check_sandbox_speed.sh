@@ -8,7 +8,8 @@
 #               original (TEST_FILES picks; TESTS_S bounds each file)
 #   buildspeed  bench/build_speed.py: original vs fast recipe, 8 builds at once
 #   sandboxcost bench/sandbox_cost.py: a worker's spawn, hello and clean-up, sandbox off vs best
-#   throughput  bench/harness_throughput.py: this harness vs KernelBench's batch recipe
+#   throughput  bench/harness_throughput.py: this harness vs KernelBench's batch recipe; its progress log goes
+#               straight to $OUT/throughput.log, so a run cut at the device limit still returns it
 #   device run, carry [".whl", "bench/real_code/data"]:
 #   STAGES=import,tests,buildspeed,throughput DEADLINE_S=500 bash scripts/gpu_check_sandbox_speed.sh
 set -uo pipefail
@@ -55,9 +56,9 @@ PYEOF
       tail -n 8 "$OUT/sandbox_cost.txt" >> "$OUT/summary.txt" ;;
     throughput)
       b=$(cap 600); timeout -k 15 "$b" python3 bench/harness_throughput.py --deadline $(( b - 20 )) \
-        ${THROUGHPUT_ARGS:-} --out "$OUT/throughput.txt" > "$WORK/throughput.log" 2>&1 || rc=1
+        ${THROUGHPUT_ARGS:-} --out "$OUT/throughput.txt" > "$OUT/throughput.log" 2>&1 || rc=1
       echo "== throughput ($(( $(date +%s) - t )) s):" >> "$OUT/summary.txt"
-      tail -n 40 "$WORK/throughput.log" >> "$OUT/summary.txt" ;;
+      tail -n 40 "$OUT/throughput.log" >> "$OUT/summary.txt" ;;
     *) echo "unknown stage '$s' (import, tests, buildspeed, sandboxcost, throughput)" >&2; exit 2 ;;
   esac
 done
