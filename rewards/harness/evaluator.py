@@ -618,9 +618,10 @@ class Evaluator:
         if ev.get("cache_entries") and not self._build_checked(task, src, r, ev):
             self._join_baseline(ctx, r, fut, t0)
             return
-        before = copy.deepcopy(vars(r))  # what a run alone on the slot starts from
+        retry = self.cfg.oom_retry_alone and self.resident > 1
+        before = copy.deepcopy(vars(r)) if retry else None  # what a run alone on the slot starts from
         self._resident_run(ctx, src, r, t_ready, alone=False)
-        if self.cfg.oom_retry_alone and self.resident > 1 and oom.out_of_memory(r.status, r.error):
+        if retry and oom.out_of_memory(r.status, r.error):
             first = r.error
             for k, v in before.items():  # the same object: the cache watch knows it by id
                 setattr(r, k, v)
@@ -1309,8 +1310,8 @@ class Evaluator:
                                       "start": t0, "end": t0 + ph[name]})
                 if isinstance(res, dict) and "compiles" in res:  # not evidence of the program itself
                     compiles[id(who or w)] = (res.pop("compiles"), res.pop("compile_s", 0.0))
-                if isinstance(res, dict):  # the worker's CPU seconds for this phase (start: its start-up)
-                    cpu = res.get("op_cpu_s", res.get("cpu_s") if name in ("start", "profile_start") else None)
+                if isinstance(res, dict):  # the worker's CPU seconds for this phase (start: its hello's start-up)
+                    cpu = res.get("op_cpu_s", res.get("cpu_s"))
                     if cpu is not None:
                         ev.setdefault("worker_cpu_s", {})[name] = round(cpu, 3)
         try:

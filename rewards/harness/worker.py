@@ -437,6 +437,19 @@ def _warm_flop_counter() -> None:
             torch.nn.Linear(2, 2)(torch.zeros(1, 2))
 
 
+def _cupti_warm_up() -> dict:
+    """CUPTI's start-up (sysprof.warm_up) in a worker that will profile: ``warm_up_s``, or
+    ``warm_up_error`` when it cannot start. That must not kill the worker: the profile op then
+    reports why."""
+    from rewards.harness import sysprof
+
+    try:
+        return {"warm_up_s": sysprof.warm_up()}
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        return {"warm_up_error": _err(e)}
+
+
 def _free(state: dict, key: str) -> None:
     """Drop ``state[key]`` (a process kept across tasks): its model's GPU memory goes back to the
     device rather than staying in this process's cache beside the next task's."""
@@ -458,15 +471,7 @@ def main() -> None:
         hello["capability"] = "{}.{}".format(*torch.cuda.get_device_capability(0))
         torch.cuda.init()
         if role == "profiler":  # profiles one candidate after its timing, in a process of its own
-            from rewards.harness import sysprof
-
-            try:  # a CUPTI that cannot start must not kill the worker: the profile op then reports why
-                hello["warm_up_s"] = sysprof.warm_up()
-            except Exception as e:  # noqa: BLE001
-                traceback.print_exc()
-                hello["warm_up_error"] = _err(e)
-    # a reference spare warms before its hello: until then the slot stops it during timed sections,
-    # and once taken it is ready; the evaluator's first reference warms after (its hello is awaited)
+            hello.update(_cupti_warm_up())
     if role == "candidate" and os.environ.get("KM_IMPORT_PROFILER") == "1":  # a spare: it profiles after timing
         from rewards.harness import sysprof
 
@@ -474,6 +479,8 @@ def main() -> None:
             hello["profiler_imports_s"] = sysprof.import_ahead()
         except Exception:  # noqa: BLE001
             traceback.print_exc()
+    # a reference spare warms before its hello: until then the slot stops it during timed sections,
+    # and once taken it is ready; the evaluator's first reference warms after (its hello is awaited)
     warm_flops = role == "reference" and os.environ.get("KM_DEVICE") == "cuda"
     if warm_flops and os.environ.get("KM_SPARE") == "1":
         _warm_flop_counter()
@@ -513,13 +520,7 @@ def main() -> None:
             elif op == "warm":
                 res = state["cand"].warm(job)
             elif op == "cupti":  # harness.profile_worker same: CUPTI starts after the timing, never before
-                from rewards.harness import sysprof
-
-                try:  # as a profiler worker's hello: a CUPTI that cannot start is the profile op's to report
-                    res = {"warm_up_s": sysprof.warm_up()}
-                except Exception as e:  # noqa: BLE001
-                    traceback.print_exc()
-                    res = {"warm_up_error": _err(e)}
+                res = _cupti_warm_up()
             elif op == "profile":
                 res = state["cand"].profile(job)
             elif op == "profile_summary":
