@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from mining.tasks import Task, load_file
-from rewards.harness import Evaluator, protocol
+from rewards.harness import Evaluator, protocol, sysprof
 from rewards.harness import evaluator as evmod
 
 CANDS = Path(__file__).parent / "candidates"
@@ -450,33 +450,8 @@ def test_reference_spares_default_only_where_references_are_renewed():
     assert HarnessConfig.from_mapping({"reference_spares": 2}).n_reference_spares("cpu") == 2
 
 
-ON = {"import_profiler_ahead": True}
-
-
-@pytest.mark.parametrize("kw,role,spare,want", [
-    (ON, "candidate", True, "1"),  # on a GPU: spares import ahead
-    (ON, "candidate", False, "0"),  # spawned because none was warm: a candidate waits for it
-    (ON, "profiler", True, "0"), (ON, "reference", True, "0"),
-    ({**ON, "profile_worker": "fresh"}, "candidate", True, "0"),  # a profiler process profiles it
-    ({}, "candidate", True, "0"), ({**ON, "profile": False}, "candidate", True, "0"),  # off by default
-])
-def test_which_workers_import_the_profiler_ahead(kw, role, spare, want):
+@pytest.mark.parametrize("kw,want", [({}, "1"), ({"profiler_lazy_inductor": False}, "0")])
+def test_workers_are_told_whether_a_profiler_session_may_skip_inductor(kw, want):
     ev = Evaluator({"device": "cpu", **kw})  # not entered: no workers
-    ev.device = "cuda"
-    assert ev._worker_env(role, "0", spare)["KM_IMPORT_PROFILER"] == want
-    ev.device = "cpu"
-    assert ev._worker_env(role, None, spare)["KM_IMPORT_PROFILER"] == "0"
-
-
-@pytest.mark.slow
-def test_a_candidate_worker_told_to_import_the_profilers_modules_before_its_hello(tmp_path):
-    from rewards.harness.sandbox import Worker
-
-    hellos = {}
-    for flag in ("1", "0"):
-        w = Worker("candidate", {"KM_DEVICE": "cpu", "KM_IMPORT_PROFILER": flag}, str(tmp_path), False, None)
-        try:
-            hellos[flag] = evmod.ask(w, None, 120)
-        finally:
-            w.cleanup()
-    assert hellos["1"]["profiler_imports_s"] > 0 and "profiler_imports_s" not in hellos["0"]
+    for role in ("candidate", "profiler", "reference", "build"):
+        assert ev._worker_env(role, None, False)[sysprof.LAZY_INDUCTOR_ENV] == want

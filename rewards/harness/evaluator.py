@@ -52,6 +52,7 @@ from rewards.harness import (
     pchwarm,
     precision,
     protocol,
+    sysprof,
     timing,
 )
 from rewards.harness.compare import compare, zeros_would_pass
@@ -725,13 +726,10 @@ class Evaluator:
 
     def _worker_env(self, role: str, gpu: str | None, spare: bool) -> dict:
         c = self.cfg
-        env = {**self._ext_env(None if role == "build" else gpu), "KM_DEVICE": self.device,
-               "MAX_JOBS": str(c.build_max_jobs), "KM_NICE": str(c.build_nice if role == "build" else 0),
-               precision.ENV: json.dumps(c.precision), "KM_SPARE": "1" if spare else "0"}
-        # a spare that will profile after its timing imports the profiler's modules while it waits
-        ahead = spare and role == "candidate" and self.device == "cuda" and c.profile and c.profile_worker == "same"
-        env["KM_IMPORT_PROFILER"] = "1" if ahead and c.import_profiler_ahead else "0"
-        return env
+        return {**self._ext_env(None if role == "build" else gpu), "KM_DEVICE": self.device,
+                "MAX_JOBS": str(c.build_max_jobs), "KM_NICE": str(c.build_nice if role == "build" else 0),
+                precision.ENV: json.dumps(c.precision), "KM_SPARE": "1" if spare else "0",
+                sysprof.LAZY_INDUCTOR_ENV: "1" if c.profiler_lazy_inductor else "0"}
 
     def _spawn(self, role: str, gpu: str | None, spare: bool = False) -> Worker:
         if self._closing:

@@ -11,9 +11,11 @@ launched it -> the innermost op and module range around that call on the host).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import sys
 import time
 from collections import Counter, defaultdict
 
@@ -101,20 +103,40 @@ class annotate:
             self.stack.pop().__exit__(None, None, None)
 
 
-def import_ahead() -> float:
-    """Import what torch.profiler's first session imports, without starting it: its
-    ``prepare_trace`` evaluates ``hasattr(torch, "_inductor")``, which imports torch._inductor,
-    torch._dynamo and sympy (822 modules, 1.15 CPU-s on a 2-core CPU box; on the H100 host beside
-    8 builds the timed worker's CUPTI start, ``profile_start``, took 5-6 s, 3.4 CPU-s, against
-    0.05-0.1 s in workers whose candidate had already imported them through torch.compile).
-    A spare candidate worker does it before its hello: no CUPTI is attached, so its timing is
-    untouched, and the profiled run after the timing skips it. Returns the seconds it took."""
+LAZY_INDUCTOR_ENV = "KM_PROFILE_LAZY_INDUCTOR"  # "0": torch.profiler imports torch._inductor as it does upstream
+
+
+@contextlib.contextmanager
+def _inductor_unimported():
+    """Start a torch.profiler session without importing torch._inductor. Its ``prepare_trace``
+    evaluates ``hasattr(torch, "_inductor")`` to read inductor's cudagraphs flag, and that lazy
+    attribute imports torch._inductor, torch._dynamo and sympy (822 modules; 1.15 CPU-s on a
+    2-core CPU box; 5-14 s of the timed worker's ``profile_start`` on the H100 host beside 8
+    builds, against 0.04-0.1 s where the candidate had imported them through torch.compile).
+    A process that never imported inductor has that flag at its default (off) and ran no inductor
+    CUDA graph, so the flag's workaround has nothing to do: the name is hidden from torch's lazy
+    loader while the session starts. Where inductor is loaded, or torch has no such loader, or
+    ``harness.profiler_lazy_inductor`` is off, nothing changes."""
     import torch
 
-    t0 = time.perf_counter()
-    if hasattr(torch, "_inductor"):  # what prepare_trace does (torch 2.11-2.13): a lazy import
-        import torch._inductor.config  # noqa: F401 - and then reads this
-    return time.perf_counter() - t0
+    lazy = getattr(torch, "_lazy_modules", None)
+    hide = (os.environ.get(LAZY_INDUCTOR_ENV, "1") != "0" and isinstance(lazy, set) and "_inductor" in lazy
+            and "torch._inductor" not in sys.modules)
+    if hide:
+        lazy.discard("_inductor")
+    try:
+        yield
+    finally:
+        if hide:
+            lazy.add("_inductor")
+
+
+def session(stack: contextlib.ExitStack, **kw):
+    """A CPU+CUDA torch.profiler session entered on ``stack`` (``_inductor_unimported``)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with _inductor_unimported():
+        return stack.enter_context(profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], **kw))
 
 
 def warm_up() -> float:
@@ -123,11 +145,11 @@ def warm_up() -> float:
     for its candidate, instead of in the GPU slot. Never in a worker that times: CUPTI stays
     attached after a session and slows later launches (pytorch/pytorch#144455)."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     t0 = time.perf_counter()
     x = torch.ones(8, device="cuda")
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+    with contextlib.ExitStack() as stack:
+        session(stack)
         (x + 1).sum()
         torch.cuda.synchronize()
     return time.perf_counter() - t0
@@ -143,7 +165,6 @@ def record(model, xs: list, calls: int, record_shapes: bool = True, warm: bool =
     the profiled forwards, the profiler stopped. ``export`` turns it into the event table.
     ``warm=False``: the caller ran the warming forward already (outside the GPU lock)."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     t0 = time.perf_counter()
     with torch.no_grad():
@@ -151,7 +172,8 @@ def record(model, xs: list, calls: int, record_shapes: bool = True, warm: bool =
             model(*xs)  # warm: lazy init and autotuning stay out of the profile
         torch.cuda.synchronize()
         ann = annotate(model) if isinstance(model, torch.nn.Module) else None
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=record_shapes) as prof:
+        with contextlib.ExitStack() as stack:
+            prof = session(stack, record_shapes=record_shapes)
             if ann:
                 ann.__enter__()
             fn = model if ann and ann.hooked_root else _ranged(model)

@@ -290,17 +290,16 @@ def profile_model(model, xs: list, calls: int, declared: list[str], system: dict
 def profile_record(model, xs: list, calls: int, system: dict | None = None, warm: bool = True) -> dict:
     """The profiled forwards on the GPU, the profiler stopped; nothing written or parsed yet.
     ``warm``: one forward first (False: the ``warm`` op ran it already, outside the lock)."""
-    from torch.profiler import ProfilerActivity, profile
+    from rewards.harness import sysprof
 
     if system:  # the same run, plus module ranges and shapes for the system-level profile
-        from rewards.harness import sysprof
-
         return sysprof.record(model, xs, calls, system.get("record_shapes", True), warm)
     with torch.no_grad():
         if warm:
             model(*xs)
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with contextlib.ExitStack() as stack:
+            prof = sysprof.session(stack)
             kernels.bracketed_calls(model, xs, calls)
     return {"prof": prof}
 
@@ -472,13 +471,6 @@ def main() -> None:
         torch.cuda.init()
         if role == "profiler":  # profiles one candidate after its timing, in a process of its own
             hello.update(_cupti_warm_up())
-    if role == "candidate" and os.environ.get("KM_IMPORT_PROFILER") == "1":  # a spare: it profiles after timing
-        from rewards.harness import sysprof
-
-        try:  # an import that fails here fails again in the profiled run, which reports it
-            hello["profiler_imports_s"] = sysprof.import_ahead()
-        except Exception:  # noqa: BLE001
-            traceback.print_exc()
     # a reference spare warms before its hello: until then the slot stops it during timed sections,
     # and once taken it is ready; the evaluator's first reference warms after (its hello is awaited)
     warm_flops = role == "reference" and os.environ.get("KM_DEVICE") == "cuda"
