@@ -40,6 +40,8 @@ class HarnessConfig:
     timer_slack_us: float = 50.0
     timeouts_s: dict = _d(build=600, correctness=120, timing=300, baseline=600, start=120)
     build_workers: Any = "auto"
+    build_order: str = "longest"  # longest: the build pool starts the build guessed longest first (buildorder.py) | fifo
+    build_gather_s: float = 0.05  # (longest) a build starts once submits paused this long: a batch is ordered whole
     gpu_workers: Any = "auto"
     cpu_workers: int = 1
     resident: Any = "auto"  # candidates loaded per slot at once (GPU memory bound); auto: 6 on cuda, 2 on cpu
@@ -121,6 +123,11 @@ class HarnessConfig:
         bad = sorted(set(base.precision) - {"matmul_tf32", "cudnn_tf32"})
         if bad or not all(isinstance(v, bool) for v in base.precision.values()):
             raise ValueError(f"harness.precision takes matmul_tf32 and cudnn_tf32 (true/false), not {base.precision!r}")
+        if base.build_order not in ("longest", "fifo"):
+            raise ValueError(f"harness.build_order must be longest or fifo, not {base.build_order!r}")
+        g = base.build_gather_s
+        if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0 <= g <= 5:
+            raise ValueError(f"harness.build_gather_s must be seconds in [0, 5], not {g!r}")
         if base.profile_worker not in ("same", "fresh"):
             raise ValueError(f"harness.profile_worker must be same or fresh, not {base.profile_worker!r}")
         if base.sandbox is False:  # YAML 1.1 reads a bare `off` as false

@@ -28,6 +28,8 @@ import contextlib
 import copy
 import gc
 import hashlib
+import heapq
+import itertools
 import json
 import os
 import queue
@@ -43,6 +45,7 @@ import torch
 
 from rewards.harness import (
     baselines,
+    buildorder,
     cacheguard,
     cachewatch,
     floor,
@@ -389,6 +392,8 @@ class Evaluator:
         self.host = hostmem.HostMemory(hostmem.budget_bytes(self.cfg.host_memory_gb), self.cfg.host_memory_patience_s)
         self._pending: set[cf.Future] = set()
         self._pending_lock = threading.Lock()
+        self._build_queue: list = []  # (-guessed seconds, submit order, job): _next_build pops the longest
+        self._build_seq, self._build_qlock, self._last_submit = itertools.count(), threading.Lock(), 0.0
         self._workers: set[Worker] = set()  # every live worker, so an interrupted run leaves none
         self._wlock = threading.Lock()
         self._closing = False
@@ -494,8 +499,24 @@ class Evaluator:
         fut.add_done_callback(self._forget)
         t0 = time.perf_counter()
         ctx = self._context_future(task, fut)  # the reference starts now, overlapping the build
-        self._build_pool.submit(self._guard, fut, self._stage_build, task, candidate_source, ctx, fut, t0)
+        guess = buildorder.guess_s(candidate_source) if self.cfg.build_order == "longest" else 0.0
+        with self._build_qlock:
+            heapq.heappush(self._build_queue, (-guess, next(self._build_seq),
+                                               (fut, self._stage_build, task, candidate_source, ctx, fut, t0)))
+            self._last_submit = time.perf_counter()
+        self._build_pool.submit(self._next_build)
         return fut
+
+    def _next_build(self) -> None:
+        """Run the queued build guessed longest (``harness.build_order: longest``; buildorder.py),
+        once submits have paused for ``build_gather_s``: a batch submitted in a loop is ordered as a
+        whole, not taken first come by the pool's idle threads. One call per submit."""
+        if self.cfg.build_order == "longest":
+            while (wait := self._last_submit + self.cfg.build_gather_s - time.perf_counter()) > 0:
+                time.sleep(wait)
+        with self._build_qlock:
+            _, _, job = heapq.heappop(self._build_queue)
+        self._guard(*job)
 
     def _guards(self) -> None:
         """The sandbox policy and the cache seals, once: in ``__enter__``, or on the first build of

@@ -1,0 +1,111 @@
+"""The build pool starts the build guessed longest first (harness.build_order, buildorder.py)."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import time
+from pathlib import Path
+
+import pytest
+
+from rewards.harness import Evaluator, buildorder
+
+CANDS = Path(__file__).parent / "candidates"
+
+# what most LLM programs write: float kernels and torch::Tensor launchers (splitcu splits it)
+SPLIT_CU = r'''
+#include <torch/extension.h>
+__global__ void relu_kernel(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+torch::Tensor relu(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    int n = x.numel();
+    relu_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+'''
+# a templated kernel dispatched by AT_DISPATCH: splitcu declines it, nvcc parses torch's headers
+TEMPLATED_CU = r'''
+#include <torch/extension.h>
+template <typename scalar_t>
+__global__ void relu_kernel(const scalar_t* x, scalar_t* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > scalar_t(0) ? x[i] : scalar_t(0);
+}
+torch::Tensor relu(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    int n = x.numel();
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "relu", [&] {
+        relu_kernel<scalar_t><<<(n + 255) / 256, 256>>>(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), n);
+    });
+    return y;
+}
+'''
+
+
+def program(cu: str, where: str = "module") -> str:
+    load = 'load_inline(name="ext", cpp_sources="torch::Tensor relu(torch::Tensor x);", cuda_sources=CU, functions=["relu"])'
+    body = f"ext = {load}\n" if where == "module" else f"class ModelNew:\n    def __init__(self):\n        self.ext = {load}\n"
+    return f'from torch.utils.cpp_extension import load_inline\nCU = r"""{cu}"""\n{body}'
+
+
+def test_a_source_splitcu_declines_is_guessed_longer():
+    split, whole = buildorder.guess_s(program(SPLIT_CU)), buildorder.guess_s(program(TEMPLATED_CU, "init"))
+    assert split == buildorder.BASE_S + buildorder.SPLIT_S
+    assert whole == buildorder.BASE_S + buildorder.WHOLE_S
+    two = program(SPLIT_CU).replace("ext = load_inline", f'CU2 = r"""{TEMPLATED_CU}"""\next = load_inline')
+    assert buildorder.guess_s(two) == buildorder.BASE_S + buildorder.SPLIT_S + buildorder.WHOLE_S
+
+
+@pytest.mark.parametrize("src,want", [
+    ("import torch\nclass ModelNew(torch.nn.Module):\n    pass\n", buildorder.BASE_S),  # builds nothing
+    ("from torch.utils.cpp_extension import load_inline\ndef f(:\n", buildorder.BASE_S),  # rejected at once
+    # the CUDA source made at run time: not read, guessed long
+    ('from torch.utils.cpp_extension import load_inline\nB = 256\nCU = f"__global__ void k() {{ }} // {B}"\n'
+     'ext = load_inline(name="e", cpp_sources="", cuda_sources=CU)\n', buildorder.BASE_S + buildorder.WHOLE_S),
+])
+def test_guesses_for_programs_that_build_nothing_fail_or_make_their_source(src, want):
+    assert buildorder.guess_s(src) == want
+
+
+def test_the_candidates_under_tests_are_guessed():
+    for f in CANDS.glob("*.py"):  # any program text: a guess, never an exception
+        assert buildorder.guess_s(f.read_text()) >= buildorder.BASE_S
+
+
+@pytest.mark.parametrize("order,want", [("longest", ["templated", "split-1", "split-2", "none"]),
+                                        ("fifo", ["split-1", "templated", "none", "split-2"])])
+def test_the_pool_starts_the_build_guessed_longest(order, want, monkeypatch):
+    """Submitted in a loop to a one-thread pool: ``longest`` starts the templated source first,
+    then the split ones in submission order, the program with no build last; ``fifo`` keeps the
+    submission order."""
+    ev = Evaluator({"device": "cpu", "build_order": order})  # not entered: no workers
+    started: list[str] = []
+
+    def stage(task, src, ctx, fut, t0):
+        started.append(task)
+        time.sleep(0.01)
+        fut.set_result(task)
+
+    monkeypatch.setattr(ev, "_context_future", lambda task, fut: None)
+    monkeypatch.setattr(ev, "_stage_build", stage)
+    ev._build_pool = cf.ThreadPoolExecutor(1)
+    try:
+        progs = {"split-1": program(SPLIT_CU), "templated": program(TEMPLATED_CU), "none": "x = 1\n",
+                 "split-2": program(SPLIT_CU, "init")}
+        futs = [ev.submit(name, src) for name, src in progs.items()]
+        assert [f.result(timeout=30) for f in futs] == list(progs)
+    finally:
+        ev._build_pool.shutdown()
+    assert started == want
+
+
+def test_build_order_settings_are_checked():
+    from rewards.harness.config import HarnessConfig
+
+    with pytest.raises(ValueError, match="build_order"):
+        HarnessConfig.from_mapping({"build_order": "shortest"})
+    with pytest.raises(ValueError, match="build_gather_s"):
+        HarnessConfig.from_mapping({"build_gather_s": -1})
