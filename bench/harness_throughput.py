@@ -204,8 +204,8 @@ def run_harness(name: str, work: list, cfg: dict, deadline: float, sampler: GpuS
     batches = [(name, work, lambda: deadline)] + ([then] if then else [])
     try:
         with ev:
-            log(f"[{name} {time.perf_counter() - t0:6.1f}s] harness up: {ev.n_build} concurrent builds; "
-                f"{len(work)} candidates submitted")
+            log(f"[{name} {time.perf_counter() - t0:6.1f}s] harness up ({ev.startup_s}): {ev.n_build} concurrent "
+                f"builds; {len(work)} candidates submitted")
             for bname, bwork, bdeadline in batches:
                 tb = t0 if not rows else time.perf_counter()  # the first batch pays the evaluator's start
                 rows.append(_batch(ev, bname, bwork, tb, bdeadline(), sampler, group))
@@ -244,7 +244,8 @@ def _batch(ev, name: str, work: list, t0: float, deadline: float, sampler: GpuSa
                if e.get("kind") == "gpu" and e["start"] >= t0]
     timings = list(ev.task_timings)[n_timings:]
     return {**summarize_harness(name, recs, len(work), wall, cut, [] if cut else held_iv, timings, sampler, t0),
-            "group": group, "pch": dict(ev.pch), "host_peak_gb": round(ev.host.peak / 1e9, 2)}
+            "group": group, "pch": dict(ev.pch), "host_peak_gb": round(ev.host.peak / 1e9, 2),
+            "startup_s": dict(ev.startup_s)}
 
 
 def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict:

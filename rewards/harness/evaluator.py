@@ -404,6 +404,7 @@ class Evaluator:
         # checking that timed sections never overlap (the last ``timeline_entries``)
         self.timeline: collections.deque[dict] = collections.deque(maxlen=self.cfg.timeline_entries)
         self.info: dict = {}
+        self.startup_s: dict[str, float] = {}  # __enter__'s phases, seconds
         self._sandbox: Policy | None = None
         self._seals: cacheguard.BuildSeals | None = None
         self.cache_watch: cachewatch.Watch | None = None
@@ -413,8 +414,17 @@ class Evaluator:
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Evaluator:
+        t = time.perf_counter()
+
+        def mark(phase: str) -> None:  # where __enter__'s time went (startup_s; printed by the bench)
+            nonlocal t
+            now = time.perf_counter()
+            self.startup_s[phase] = round(now - t, 3)
+            t = now
+
         os.makedirs(self.cache, exist_ok=True)
         self._guards()
+        mark("guards")
         n_exec = self.cfg.n_exec_workers(self.device)
         gpus = self._visible_gpus()[:n_exec] if self.device == "cuda" else [None] * n_exec
         # a token per candidate that may be loaded on a slot at once (harness.resident), and as
@@ -429,13 +439,16 @@ class Evaluator:
         self._all_slots = [_Slot(self, i, g, depth) for i, g in enumerate(gpus)]
         if self.device == "cuda" and self.arch is None:  # the builds' one arch: the first slot's GPU
             self.arch = "{}.{}".format(*torch.cuda.get_device_capability(0))  # (the parent judges on it anyway)
+        mark("slots")
         self.n_build = self.cfg.n_build_workers()
         self._build_spares: queue.Queue[Worker] = queue.Queue()
         if self.device == "cuda":  # first: builds are the first stage. Started after the slot's spares,
             self._fill_build_spares()  # the first wave waited 10-13 s for its workers (H200, 28 starting)
+        mark("build_spares")
         first = _RefWorker(self._all_slots[0])
         self.info = ask(first.w, None, self.cfg.timeouts_s.get("start", 120))
         first.greeted = True
+        mark("first_hello")
         self._slots: queue.Queue[_Slot] = queue.Queue()
         self._gather = threading.Lock()  # one run at a time gathers a slot's every token (oom.py)
         for s in self._all_slots:
@@ -455,6 +468,7 @@ class Evaluator:
                                                        thread_name_prefix="km-refprof")
         self._exec_pool = cf.ThreadPoolExecutor(n_exec * self.resident, thread_name_prefix="km-exec")
         self._hello_pool = cf.ThreadPoolExecutor(n_exec * self.resident, thread_name_prefix="km-hello")
+        mark("workers")
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
