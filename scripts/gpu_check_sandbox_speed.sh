@@ -10,6 +10,7 @@
 #   sandboxcost bench/sandbox_cost.py: a worker's spawn, hello and clean-up, sandbox off vs best
 #   throughput  bench/harness_throughput.py: this harness vs KernelBench's batch recipe; its progress log goes
 #               straight to $OUT/throughput.log, so a run cut at the device limit still returns it
+#   throughput2 the same with THROUGHPUT2_ARGS (a second comparison in one call; $OUT/throughput2.*)
 #   device run, carry [".whl", "bench/real_code/data"]:
 #   STAGES=import,tests,buildspeed,throughput DEADLINE_S=500 bash scripts/gpu_check_sandbox_speed.sh
 set -uo pipefail
@@ -54,12 +55,13 @@ PYEOF
       timeout -k 10 "$(cap ${COST_S:-150})" python3 bench/sandbox_cost.py --n ${COST_N:-4} > "$OUT/sandbox_cost.txt" 2>&1 || rc=1
       echo "== sandboxcost ($(( $(date +%s) - t )) s):" >> "$OUT/summary.txt"
       tail -n 8 "$OUT/sandbox_cost.txt" >> "$OUT/summary.txt" ;;
-    throughput)
+    throughput|throughput2)  # throughput2: a second comparison in the same call (THROUGHPUT2_ARGS)
+      args=${THROUGHPUT_ARGS:-}; [ "$s" = throughput2 ] && args=${THROUGHPUT2_ARGS:-}
       b=$(cap 600); timeout -k 15 "$b" python3 bench/harness_throughput.py --deadline $(( b - 20 )) \
-        ${THROUGHPUT_ARGS:-} --out "$OUT/throughput.txt" > "$OUT/throughput.log" 2>&1 || rc=1
-      echo "== throughput ($(( $(date +%s) - t )) s):" >> "$OUT/summary.txt"
-      tail -n 40 "$OUT/throughput.log" >> "$OUT/summary.txt" ;;
-    *) echo "unknown stage '$s' (import, tests, buildspeed, sandboxcost, throughput)" >&2; exit 2 ;;
+        $args --out "$OUT/$s.txt" > "$OUT/$s.log" 2>&1 || rc=1
+      echo "== $s ($(( $(date +%s) - t )) s):" >> "$OUT/summary.txt"
+      tail -n 40 "$OUT/$s.log" >> "$OUT/summary.txt" ;;
+    *) echo "unknown stage '$s' (import, tests, buildspeed, sandboxcost, throughput, throughput2)" >&2; exit 2 ;;
   esac
 done
 cat "$OUT/summary.txt"
