@@ -109,3 +109,27 @@ def test_build_order_settings_are_checked():
         HarnessConfig.from_mapping({"build_order": "shortest"})
     with pytest.raises(ValueError, match="build_gather_s"):
         HarnessConfig.from_mapping({"build_gather_s": -1})
+
+
+def test_a_long_stream_of_submits_does_not_hold_the_builds_back(monkeypatch):
+    """Submits every 10 ms for 2 s never pause for ``build_gather_s``: the first build still
+    starts within 20 pauses (1 s at 0.05 s), not after the stream."""
+    ev = Evaluator({"device": "cpu", "build_gather_s": 0.05})
+    first: list[float] = []
+
+    def stage(task, src, ctx, fut, t0):
+        first.append(time.perf_counter())
+        fut.set_result(task)
+
+    monkeypatch.setattr(ev, "_context_future", lambda task, fut: None)
+    monkeypatch.setattr(ev, "_stage_build", stage)
+    ev._build_pool = cf.ThreadPoolExecutor(1)
+    try:
+        t0, futs = time.perf_counter(), []
+        while time.perf_counter() - t0 < 2.0:
+            futs.append(ev.submit(len(futs), "x = 1\n"))
+            time.sleep(0.01)
+        cf.wait(futs, timeout=30)
+    finally:
+        ev._build_pool.shutdown()
+    assert len(first) == len(futs) and min(first) - t0 < 1.5, (min(first) - t0, len(futs))

@@ -524,9 +524,12 @@ class Evaluator:
     def _next_build(self) -> None:
         """Run the queued build guessed longest (``harness.build_order: longest``; buildorder.py),
         once submits have paused for ``build_gather_s``: a batch submitted in a loop is ordered as a
-        whole, not taken first come by the pool's idle threads. One call per submit."""
+        whole, not taken first come by the pool's idle threads; never longer than 20 pauses (a
+        store of thousands submitted in a loop starts building within a second). One call per submit."""
         if self.cfg.build_order == "longest":
-            while (wait := self._last_submit + self.cfg.build_gather_s - time.perf_counter()) > 0:
+            gather = self.cfg.build_gather_s
+            limit = time.perf_counter() + 20 * gather
+            while (wait := min(self._last_submit + gather, limit) - time.perf_counter()) > 0:
                 time.sleep(wait)
         with self._build_qlock:
             _, _, job = heapq.heappop(self._build_queue)
