@@ -457,6 +457,13 @@ def verdicts(rs: list[dict], cv: dict | None) -> list[str]:
     return out
 
 
+def _pch_uses(recs: list[dict]) -> str:
+    """Fresh builds whose binding unit used a shared PCH, and which (light: the light headers')."""
+    fresh = [r.get("fast_build") or [] for r in recs if not r["cache_hit"]]
+    light, full = sum("light_pch" in f for f in fresh), sum("pch" in f for f in fresh)
+    return f"{light + full} of {len(fresh)} (light {light}, torch/extension.h {full})"
+
+
 def phase_lines(rows: list[dict]) -> list[str]:
     out = []
     for r in rows:
@@ -482,7 +489,7 @@ def phase_lines(rows: list[dict]) -> list[str]:
                    f"profiled; profiling errors {len(perr)}" + (f" (first: {perr[0][:200]})" if perr else ""))
         out.append(f"  {r['config']} statuses: harness {r['statuses']}; slot builds (built inside the GPU slot): "
                    f"{sum(rec.get('slot_builds') or 0 for rec in r['records'])}; fresh builds whose binding unit "
-                   f"used the shared PCH: {sum('pch' in rec.get('fast_build', []) for rec in r['records'] if not rec['cache_hit'])}"
+                   f"used a shared PCH: {_pch_uses(r['records'])}"
                    f" of {sum(not rec['cache_hit'] for rec in r['records'])}")
         cpu: dict[str, float] = {}
         for rec in r["records"]:

@@ -133,6 +133,38 @@ def test_light_binding_falls_back_and_leaves_other_units_alone(tmp_path):
     assert calls[2:4] == [plain, args] and calls[-1][0] == "-include"
 
 
+def test_light_copy_compiles_on_a_light_pch_first(tmp_path):
+    """With light_binding and pch on, the light headers get a PCH of their own (made beside the
+    torch/extension.h one, both once); the unit's light copy is compiled on it."""
+    cxx = _fake(tmp_path, "cxx", fail_if="never")
+    cfg = {"cxx": cxx, "state": str(tmp_path / "state"), "pch": True, "light_binding": True}
+    args = _unit(tmp_path)
+    assert _wrap("cxx", args, cfg, tmp_path).returncode == 0
+    assert _wrap("cxx", [a.replace("m1", "m2") for a in args], cfg, tmp_path).returncode == 0
+    calls = _calls(tmp_path, "cxx")
+    headers = sorted(os.path.basename(c[c.index("c++-header") + 1]) for c in calls if "c++-header" in c)
+    assert headers == sorted([buildspeed.PCH_HEADER, buildspeed.LIGHT_PCH_HEADER])
+    hdr = next(c[c.index("c++-header") + 1] for c in calls if "c++-header" in c and buildspeed.LIGHT_PCH_HEADER in c[-3])
+    assert open(hdr).read().strip() == buildspeed._LIGHT_INCLUDE
+    light = str(tmp_path / "main.km_light.cpp")
+    compiles = [c for c in calls if "-c" in c]
+    assert len(compiles) == 2 and all(c[:2] == ["-include", hdr] and light in c for c in compiles)
+    assert buildspeed.light_outcome(str(tmp_path)) == "light_pch"
+
+
+def test_a_unit_the_light_pch_cannot_compile_goes_to_the_full_pch(tmp_path):
+    light = str(tmp_path / "main.km_light.cpp")
+    cxx = _fake(tmp_path, "cxx", fail_if=light)  # needs torch/all.h (torch::nn, ...)
+    cfg = {"cxx": cxx, "state": str(tmp_path / "state"), "pch": True, "light_binding": True}
+    args = _unit(tmp_path)
+    assert _wrap("cxx", args, cfg, tmp_path).returncode == 0
+    compiles = [c for c in _calls(tmp_path, "cxx") if "-c" in c]
+    assert len(compiles) == 2 and light in compiles[0]  # the light copy once, not again without its PCH
+    assert compiles[1][:2] == ["-include", compiles[1][1]] and compiles[1][1].endswith(buildspeed.PCH_HEADER)
+    assert compiles[1][2:] == ["-Winvalid-pch", *args]
+    assert buildspeed.light_outcome(str(tmp_path)) == "pch"
+
+
 def test_nvcc_threads_only_for_several_archs(tmp_path):
     nvcc = _fake(tmp_path, "nvcc", fail_if="never")
     cfg = {"nvcc": nvcc, "nvcc_threads": 4}
@@ -205,9 +237,10 @@ def test_real_cpu_build_with_pch_matches_plain(tmp_path, monkeypatch, have_cxx):
         ce.load_inline, ce.load = buildcache._ORIG, buildcache._ORIG_LOAD
     assert torch.equal(plain.axpy(x, 3.0), fast.axpy(x, 3.0)) and torch.equal(fast2.axpy(x, 3.0), x * 3 + 2)
     gch = [f for _, _, fs in os.walk(tmp_path / "fast" / "buildspeed" / "pch") for f in fs if f.endswith(".gch")]
-    assert len(gch) == 1
+    assert sorted(gch) == sorted([buildspeed.PCH_HEADER + ".gch", buildspeed.LIGHT_PCH_HEADER + ".gch"])  # made once
     recs = [r for r in buildcache.RECORDS if r["name"].startswith("km_bs_fast")]
     assert len({r["key"] for r in recs}) == 2 and all(r["compiled"] and not r["failed"] for r in recs)
+    assert all(r["light_binding"] == "light_pch" for r in recs)  # light_binding is on by default
 
 
 NN_CPP = CPP.replace("return", "(void)torch::nn::LinearOptions(2, 3); return")  # needs torch/all.h
