@@ -582,9 +582,10 @@ def parse(argv: list[str] | None):
     ap.add_argument("--kb-isolate", action="store_true", help="KernelBench: a spawned process per candidate, as its script")
     ap.add_argument("--kb-no-ref-timing", action="store_true", help="KernelBench: skip the per-candidate reference timing")
     ap.add_argument("--deadline", type=float, default=None, help="seconds for the whole run (default 520; dry 1800)")
-    ap.add_argument("--compare", nargs="+", metavar="KEY=VALUE", default=None,
+    ap.add_argument("--compare", nargs="+", action="append", metavar="KEY=VALUE", default=None,
                     help="also run each synthetic configuration with these harness overrides (after it, in a cache "
-                         "of its own) and print the cost of the setting, e.g. --compare sandbox=off")
+                         "of its own) and print the cost of the setting, e.g. --compare sandbox=off; given again, "
+                         "one more row per --compare (the shared PCHs made once for all)")
     ap.add_argument("--warm", action="store_true",
                     help="also run each synthetic configuration again with its references' baselines cached (a fresh "
                          "build cache; the first run's baselines, shared PCHs and MAC key copied): a training run's later steps")
@@ -650,9 +651,9 @@ def main(argv: list[str] | None = None) -> int:
     # in the order they run (the harness's runs get more: a cut harness run is charged its slow
     # start, a cut serial KernelBench evaluation only its share of the pre-compile)
     stages = []
-    compare = parse_overrides(a.compare)[0] if a.compare else None
+    compares = [(" ".join(c), parse_overrides(c)[0]) for c in a.compare or []]
     for group in ("synthetic", "real"):
-        n = sum(g == group for _, _, g in jobs) * (1 + (bool(compare) + a.warm + a.steady) * (group == "synthetic"))
+        n = sum(g == group for _, _, g in jobs) * (1 + (len(compares) + a.warm + a.steady) * (group == "synthetic"))
         stages += [4.0] * n + ([2.0] if n and a.kb_n else [])
     stages += [1.0] if a.cv else []
     machine = os.path.join(tmp, "machine")  # what a machine keeps between runs: the shared PCHs
@@ -676,9 +677,9 @@ def main(argv: list[str] | None = None) -> int:
                 seed_pch(machine, cfg_for(name)["cache_dir"])
                 then = (f"{name} {STEADY}", steady_work[name], share) if a.steady and group == "synthetic" else None
                 rows += run_harness(name, work, cfg_for(name), share(), sampler, group, then)
-                if compare and group == "synthetic":  # second: whatever warmed up in the first helps it
-                    alt = f"{name} {' '.join(a.compare)}"
-                    cache = {"cache_dir": os.path.join(tmp, "compare_" + name.replace("/", "_"))}  # builds again, even dry
+                for i, (label, compare) in enumerate(compares if group == "synthetic" else []):
+                    alt = f"{name} {label}"  # after the base: whatever warmed up in the first helps it
+                    cache = {"cache_dir": os.path.join(tmp, f"compare{i}_" + name.replace("/", "_"))}  # builds again, even dry
                     seed_pch(machine, cache["cache_dir"])
                     rows += run_harness(alt, work, deep_merge(deep_merge(cfg_for(alt), compare), cache), share(),
                                         sampler, group)
@@ -775,19 +776,24 @@ def compare_lines(a, rows: list[dict]) -> list[str]:
     """Each --compare run against its configuration: what the default setting costs (the sandbox's
     target: under 5% of candidates per minute)."""
     out = []
-    for alt in (r for r in rows if a.compare and r["config"].endswith(" " + " ".join(a.compare))):
-        base = next((r for r in rows if r["evaluator"] == "harness" and r["config"] == alt["config"].split(" ")[0]), None)
-        if not base or not alt["cand_per_min"]:
-            continue
-        cost = 1 - base["cand_per_min"] / alt["cand_per_min"]
-        target = (f" (sandbox target: under 5%: {'met' if cost < 0.05 else 'NOT met'})"
-                  if any(c.startswith("sandbox=") for c in a.compare) else "")
-        out.append(f"  cost of the default against {' '.join(a.compare)} ({base['config']}): {base['cand_per_min']:.2f} vs "
-                   f"{alt['cand_per_min']:.2f} cand/min, {cost:+.1%}{target}; median per candidate: total {fmt(_phase(base, 'total'), '.1f')} "
-                   f"vs {fmt(_phase(alt, 'total'), '.1f')} s, build {fmt(_phase(base, 'build'), '.1f')} vs "
-                   f"{fmt(_phase(alt, 'build'), '.1f')} s, slot_held {fmt(_phase(base, 'slot_held'), '.2f')} vs "
-                   f"{fmt(_phase(alt, 'slot_held'), '.2f')} s")
+    for label in (" ".join(c) for c in a.compare or []):
+        for alt in (r for r in rows if r["config"].endswith(" " + label)):
+            out += _compare_line(rows, alt, label)
     return out
+
+
+def _compare_line(rows: list[dict], alt: dict, label: str) -> list[str]:
+    base = next((r for r in rows if r["evaluator"] == "harness" and r["config"] == alt["config"].split(" ")[0]), None)
+    if not base or not alt["cand_per_min"]:
+        return []
+    cost = 1 - base["cand_per_min"] / alt["cand_per_min"]
+    target = (f" (sandbox target: under 5%: {'met' if cost < 0.05 else 'NOT met'})"
+              if any(c.startswith("sandbox=") for c in label.split()) else "")
+    return [f"  cost of the default against {label} ({base['config']}): {base['cand_per_min']:.2f} vs "
+            f"{alt['cand_per_min']:.2f} cand/min, {cost:+.1%}{target}; median per candidate: total {fmt(_phase(base, 'total'), '.1f')} "
+            f"vs {fmt(_phase(alt, 'total'), '.1f')} s, build {fmt(_phase(base, 'build'), '.1f')} vs "
+            f"{fmt(_phase(alt, 'build'), '.1f')} s, slot_held {fmt(_phase(base, 'slot_held'), '.2f')} vs "
+            f"{fmt(_phase(alt, 'slot_held'), '.2f')} s"]
 
 
 def _phase(row: dict, key: str) -> float | None:

@@ -204,7 +204,8 @@ def test_config_keys():
     from rewards.harness.config import HarnessConfig
 
     assert HarnessConfig.from_mapping({"build_speed": {"pch": False}}).build_speed == {
-        "pch": False, "pch_cflags": [[], ["-O3"]], "pch_wait_s": 120, "nvcc_threads": 4, "split_launchers": True, "light_binding": True}
+        "pch": False, "pch_cflags": [[], ["-O3"]], "pch_wait_s": 120, "nvcc_threads": 4, "split_launchers": True,
+        "light_binding": True, "light_pch": True}
     with pytest.raises(ValueError, match="build_speed"):
         HarnessConfig.from_mapping({"build_speed": {"pchh": True}})
 

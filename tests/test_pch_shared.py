@@ -20,7 +20,8 @@ HONEST = (CANDS / "cpp_multi.py").read_text().replace("ext.BEHAVIOUR", "ext.legi
 
 def _cfg(cache: Path, **kw) -> dict:
     return {"device": "cpu", "cache_dir": str(cache), "timed_calls": 8, "warmup": 1, "sandbox": "best",
-            # C++ candidates only (CPU): no split binding unit, so one flag set and one PCH
+            # C++ candidates only (CPU): no split binding unit, so one flag set: its torch/extension.h PCH
+            # and its light one (build_speed.light_pch)
             "build_speed": {"pch": True, "pch_cflags": [[]], "split_launchers": False}, "timeouts_s": {"correctness": 60, "timing": 60}, **kw}
 
 
@@ -59,16 +60,16 @@ def made(tmp_path_factory, task):
 
 def test_the_pch_is_made_sealed_and_used(made):
     assert made["pch"]["mode"] == "use" and made["pch"]["ok"], made["pch"]
-    assert made["pch"]["sealed"] >= 1 and len(_gch(made["cache"])) == 1
+    assert made["pch"]["sealed"] >= 2 and len(_gch(made["cache"])) == 2
     r = made["result"]
     assert r.status == "ok", (r.error, r.log_tail)
-    assert "pch" in r.evidence["fast_build"], r.evidence["fast_build"]  # the binding unit compiled with it
+    assert "light_pch" in r.evidence["fast_build"], r.evidence["fast_build"]  # its light copy compiled on the light one
     assert r.evidence["phases_s"]["pch_wait"] > 0  # submitted while the PCH was being made: it waited
 
 
 def test_a_candidate_cannot_write_the_pch(made, task):
     """A sandboxed candidate sees the PCH read-only (another uid, a read-only view)."""
-    (gch,) = _gch(made["cache"])
+    gch = _gch(made["cache"])[0]
     before = _sha(gch)
     probe = f"        open({str(gch)!r}, 'ab').write(b'planted')"
     src = (CANDS / "py_probe.py").read_text().replace("        PROBE", probe)
@@ -81,16 +82,16 @@ def test_a_candidate_cannot_write_the_pch(made, task):
 
 def test_a_changed_pch_is_discarded_and_made_again(made, tmp_path):
     """A PCH changed outside the orchestrator (an earlier run without the sandbox, a hand edit) is
-    deleted before any worker starts, reported, and made again."""
-    (gch,) = _gch(made["cache"])
+    deleted before any worker starts, reported, and made again (the other one is kept)."""
+    gch = _gch(made["cache"])[-1]
     gch.write_bytes(gch.read_bytes() + b"planted")
     with Evaluator(_cfg(made["cache"])) as ev:
         found = ev.pch["discarded"]
         assert [p["reason"] for p in found] == ["mac_mismatch"] and found[0]["cache"] == "pch", found
         assert any(e["found"] == found for e in ev.cache_watch.events)
         assert _wait_prebuild(ev)["ok"] and ev.pch["sealed"] == 1
-    (again,) = _gch(made["cache"])
-    assert not again.read_bytes().endswith(b"planted")
+    assert gch in _gch(made["cache"]) and len(_gch(made["cache"])) == 2
+    assert not gch.read_bytes().endswith(b"planted")
     assert pchwarm.verify(str(made["cache"])) == []
 
 

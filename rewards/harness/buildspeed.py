@@ -36,6 +36,7 @@ every process, unlocked) and deletes it in every build that does not ask for it.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import fcntl
 import functools
@@ -64,7 +65,7 @@ _ENV = "KM_BUILDSPEED"  # JSON: the wrappers' settings (the real compilers, the 
 SWITCHES_ENV = "KM_BUILD_SPEED"  # JSON: harness.build_speed, set by the evaluator for every worker
 # pch: a PCH is shared by every later build, so only a process that runs no candidate code makes
 # one (pchwarm.py); workers read them where the sandbox shows them read-only (the evaluator decides)
-DEFAULTS = {"pch": False, "nvcc_threads": 4, "split_launchers": True, "light_binding": True}
+DEFAULTS = {"pch": False, "nvcc_threads": 4, "split_launchers": True, "light_binding": True, "light_pch": True}
 
 
 # -- the wrappers (run as ``python buildspeed.py cxx|nvcc ARGS``; standard library only) ------------
@@ -208,12 +209,15 @@ def cxx_main(args: list[str], cfg: dict) -> int:
     hdr = light_hdr = None
     if cfg.get("pch") and _binds_torch(src):
         flags, build = pch_flags(args), cfg["pch"] != "use"
-        try:  # both made where PCHs are made (build mode), whichever this unit ends up using
-            if cfg.get("light_binding"):
-                light_hdr = ensure_pch(real, flags, cfg["state"], build=build, light=True)
-            hdr = ensure_pch(real, flags, cfg["state"], build=build)
-        except OSError:
-            pass
+        # both, where PCHs are made (build mode: side by side), whichever this unit ends up using
+        with cf.ThreadPoolExecutor(2) as ex:
+            light_pch = cfg.get("light_binding") and cfg.get("light_pch", True)
+            fl = ex.submit(ensure_pch, real, flags, cfg["state"], build, True) if light_pch else None
+            ff = ex.submit(ensure_pch, real, flags, cfg["state"], build)
+        with contextlib.suppress(OSError):
+            light_hdr = fl.result() if fl else None
+        with contextlib.suppress(OSError):
+            hdr = ff.result()
     light = light_copy(src) if cfg.get("light_binding") else None
     # the light copy on the light PCH first: an empty unit on the torch/extension.h PCH still
     # takes ~6 s (GCC instantiates the templates its headers use), ~4 s on the light one
@@ -328,7 +332,8 @@ def settings(cache_root: str, switches: dict | None = None) -> dict:
     pch = sw["pch"] if sw["pch"] in ("use", "build") else bool(sw["pch"])
     return {"cxx": cxx, "nvcc": nvcc, "state": os.path.join(cache_root, "buildspeed"),
             "pch": pch, "nvcc_threads": int(sw["nvcc_threads"] or 0),
-            "split_launchers": bool(sw["split_launchers"]), "light_binding": bool(sw["light_binding"])}
+            "split_launchers": bool(sw["split_launchers"]), "light_binding": bool(sw["light_binding"]),
+            "light_pch": bool(sw["light_pch"])}
 
 
 def from_env(cache_root: str) -> dict | None:
@@ -338,7 +343,8 @@ def from_env(cache_root: str) -> dict | None:
     if not raw:
         return None
     sw = {**DEFAULTS, **json.loads(raw)}
-    return settings(cache_root, sw) if any(sw.values()) else None
+    cuts = {k: v for k, v in sw.items() if k != "light_pch"}  # a refinement of pch and light_binding, nothing alone
+    return settings(cache_root, sw) if any(cuts.values()) else None
 
 
 @functools.cache

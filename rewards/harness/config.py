@@ -78,7 +78,7 @@ class HarnessConfig:
     oom_retry_alone: bool = True  # out of memory beside other candidates: once more with the slot to itself (oom.py)
     fast_build: bool = True
     build_speed: dict = _d(pch="auto", pch_cflags=[[], ["-O3"]], pch_wait_s=120, nvcc_threads=4, split_launchers=True,
-                           light_binding=True)  # compiler-level build cuts (buildspeed.py, pchwarm.py)
+                           light_binding=True, light_pch=True)  # compiler-level build cuts (buildspeed.py, pchwarm.py)
     # construct ModelNew in the build worker so builds in __init__ happen there (construct.py)
     build_construct: dict = _d(enabled=True, timeout_s=60, memory_gb=16, cuda_on_cpu=True, run_compile=False)
     ceilings: dict = _d(bandwidth_Bps=4.8e12,  # H200 datasheet peaks (a floor must be a floor)
@@ -109,9 +109,10 @@ class HarnessConfig:
             raise ValueError(f"harness.judge_device must be auto, cpu or cuda[:N], not {base.judge_device!r}")
         if base.model_mode not in MODEL_MODES:
             raise ValueError(f"harness.model_mode must be one of {list(MODEL_MODES)}, not {base.model_mode!r}")
-        if set(base.build_speed) - {"pch", "pch_cflags", "pch_wait_s", "nvcc_threads", "split_launchers", "light_binding"}:
-            raise ValueError("harness.build_speed takes pch, pch_cflags, pch_wait_s, nvcc_threads, split_launchers and "
-                             f"light_binding, not {sorted(base.build_speed)}")
+        if set(base.build_speed) - {"pch", "pch_cflags", "pch_wait_s", "nvcc_threads", "split_launchers", "light_binding",
+                                    "light_pch"}:
+            raise ValueError("harness.build_speed takes pch, pch_cflags, pch_wait_s, nvcc_threads, split_launchers, "
+                             f"light_binding and light_pch, not {sorted(base.build_speed)}")
         if base.build_speed.get("pch", "auto") not in ("auto", True, False):
             raise ValueError(f"harness.build_speed.pch must be auto, true or false, not {base.build_speed['pch']!r}")
         cf = base.build_speed.get("pch_cflags", [])

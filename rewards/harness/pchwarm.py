@@ -106,7 +106,8 @@ def prebuild(cache_root: str, switches: dict, cflag_sets: list, key_file: str | 
     index = os.path.join(_seal_dir(cache_root), "made.json")
     done = _read_index(index)
     wanted = flag_sets(switches, cflag_sets)
-    todo = [f for f in wanted if _index_key(f) not in done]
+    light = bool(switches.get("light_binding", True) and switches.get("light_pch", True))
+    todo = [f for f in wanted if _index_key(f, light) not in done]
     if not todo:
         if os.path.isdir(pch_root(cache_root)) and os.listdir(pch_root(cache_root)):
             return {"ok": True, "sealed": 0, "errors": [], "skipped": "made before"}
@@ -131,7 +132,7 @@ def prebuild(cache_root: str, switches: dict, cflag_sets: list, key_file: str | 
     if not errors:
         os.makedirs(_seal_dir(cache_root), exist_ok=True)
         with open(index, "w") as f:
-            json.dump(sorted(done | {_index_key(x) for x in todo}), f)
+            json.dump(sorted(done | {_index_key(x, light) for x in todo}), f)
     return {"ok": not errors, "sealed": seal(cache_root, key_file), "errors": errors}
 
 
@@ -147,11 +148,12 @@ def flag_sets(switches: dict, cflag_sets: list) -> list[list[str]]:
     return out
 
 
-def _index_key(flags: list) -> str:
-    """A flag set made for this interpreter and torch (another torch gives other flags)."""
+def _index_key(flags: list, light: bool = False) -> str:
+    """A flag set made for this interpreter and torch (another torch gives other flags), with or
+    without the light headers' PCH beside the full one."""
     import torch
 
-    return json.dumps([sys.executable, torch.__version__, [f for f in flags if f]])
+    return json.dumps([sys.executable, torch.__version__, [f for f in flags if f]] + (["light"] if light else []))
 
 
 def _read_index(path: str) -> set:
