@@ -15,7 +15,9 @@ build pool runs them), one recipe after the other:
 - ``orig``: the candidate's arguments unchanged (fast_build off, no compiler wrappers);
 - ``fast``: ``harness.fast_build`` (lighter headers in CUDA units, with fallback) and
   ``harness.build_speed`` (launchers split out of the ``.cu``, light headers for the binding
-  unit, nvcc threads, the shared PCH as GPU runs of the harness use it; ``--pch 0`` without).
+  unit, nvcc threads, the shared PCHs as GPU runs of the harness use them; ``--pch 0`` without);
+- ``fast-fullpch``: ``fast`` with ``build_speed.light_pch`` off (the binding unit on the
+  torch/extension.h PCH, not the light headers' one), in the same cache: the same PCHs, its own builds.
 
 The fast recipe's PCH is built once before timing (its one-time cost is printed), as the build
 cache keeps it for every later build. Prints median and p90 wall seconds per recipe, the ratio,
@@ -113,9 +115,10 @@ def build_child(spec_file: str) -> None:
     sys.path.insert(0, ROOT)
     from rewards.harness import buildcache, buildspeed
 
-    if spec["recipe"] == "fast":
+    fast = spec["recipe"].startswith("fast")
+    if fast:
         os.environ[buildspeed.SWITCHES_ENV] = json.dumps(spec["build_speed"])
-    buildcache.install(spec["cache"], fast_build=spec["recipe"] == "fast")
+    buildcache.install(spec["cache"], fast_build=fast)
     t0, err = time.perf_counter(), None
     try:
         ce.load_inline(**spec["args"])
@@ -166,6 +169,11 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else float("nan")
 
 
+# each recipe's settings on top of the command line's build_speed ("-" suffixed: the same cache)
+RECIPES = {"orig": lambda speed: {}, "fast": lambda speed: {},
+           "fast-fullpch": lambda speed: {"build_speed": {**speed, "light_pch": False}}}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=8)
@@ -203,12 +211,15 @@ def main() -> int:
     if a.cuda_home:
         stub_libs(os.path.join(work, "stublib"))
     common = {"cuda_home": a.cuda_home, "build_speed": speed}
-    if "fast" in recipes:  # the PCH, built once per flag set and kept by the cache, as in the harness
+    unknown = set(recipes) - set(RECIPES)
+    if unknown:
+        ap.error(f"unknown recipes {sorted(unknown)} (known: {', '.join(RECIPES)})")
+    if any(r.startswith("fast") for r in recipes):  # the PCHs, built once per flag set and kept by the cache, as in the harness
         w = run_build({**common, "recipe": "fast", "src": "warm-up", "cache": os.path.join(work, "fast"),
                        "args": WARM}, work)
         say(f"fast recipe one-time warm-up (PCH + a tiny extension): {w['wall_s']:.1f} s  error={w['error']}")
-    jobs = [{**common, "recipe": r, "src": os.path.relpath(p, ROOT), "cache": os.path.join(work, r),
-             "args": {**args, "name": f"{args['name']}_{i}"}}
+    jobs = [{**common, **RECIPES[r](speed), "recipe": r, "src": os.path.relpath(p, ROOT),
+             "cache": os.path.join(work, r.split("-")[0]), "args": {**args, "name": f"{args['name']}_{i}_{r.replace('-', '_')}"}}
             for i, (p, args) in enumerate(srcs) for r in recipes]
     results, total = [], {}
     for rec in recipes:  # one recipe at a time: each is timed at its own steady load, as the pool runs it
@@ -230,6 +241,8 @@ def main() -> int:
             f"{statistics.median(c) if c else float('nan'):.1f} s)  failed {fails}/{len(w)}")
     if {"orig", "fast"} <= set(med):
         say(f"ratio orig/fast (median wall): {med['orig'] / med['fast']:.2f}x")
+    if {"fast-fullpch", "fast"} <= set(med):
+        say(f"ratio fast-fullpch/fast (median wall; the light headers' PCH): {med['fast-fullpch'] / med['fast']:.2f}x")
     if a.out:
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
         with open(a.out, "w") as f:

@@ -6,7 +6,8 @@
 #   tests       GPU tests: the sandbox on a CUDA candidate, the attack suite (CPU, as root there), no
 #               overlap of timed sections with 8 candidates over 2 tasks, the split build equal to the
 #               original (TEST_FILES picks; TESTS_S bounds each file)
-#   buildspeed  bench/build_speed.py: original vs fast recipe, 8 builds at once
+#   buildspeed  bench/build_speed.py: original vs fast recipe, 8 builds at once (BUILD_ARGS: e.g.
+#               "--recipes fast,fast-fullpch", the light headers' PCH against the full one)
 #   sandboxcost bench/sandbox_cost.py: a worker's spawn, hello and clean-up, sandbox off vs best
 #   throughput  bench/harness_throughput.py: this harness vs KernelBench's batch recipe; its progress log goes
 #               straight to $OUT/throughput.log, so a run cut at the device limit still returns it
@@ -47,7 +48,7 @@ PYEOF
         grep -E "PASSED|FAILED|SKIPPED|ERROR|sandbox evidence|^E " "$OUT/$n.log" | cut -c1-400 | head -40 >> "$OUT/summary.txt"
       done ;;
     buildspeed)
-      timeout -k 15 "$(cap ${BUILD_S:-150})" python3 bench/build_speed.py --jobs 8 -n ${BUILD_N:-8} \
+      timeout -k 15 "$(cap ${BUILD_S:-150})" python3 bench/build_speed.py --jobs 8 -n ${BUILD_N:-8} ${BUILD_ARGS:-} \
         --out "$OUT/build_speed.txt" > "$WORK/build_speed.log" 2>&1 || rc=1
       echo "== buildspeed ($(( $(date +%s) - t )) s):" >> "$OUT/summary.txt"
       tail -n 25 "$WORK/build_speed.log" >> "$OUT/summary.txt" ;;

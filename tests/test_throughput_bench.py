@@ -246,12 +246,17 @@ def test_compare_lines_state_the_cost_of_the_default_setting():
                 "records": [{"phases_s": {"total": t, "build": 1.0, "slot_held": 0.5}} for t in totals]}
 
     base, off = row("1/task", 7.56, [110.0, 115.0]), row("1/task sandbox=off", 7.93, [112.0, 116.0])
-    a = types.SimpleNamespace(compare=["sandbox=off"])
+    a = types.SimpleNamespace(compare=[["sandbox=off"]])  # argparse: one list per --compare
     (line,) = ht.compare_lines(a, [base, off])
     assert "7.56 vs 7.93 cand/min, +4.7%" in line and "under 5%: met" in line and "total 112.5 vs 114.0 s" in line
     slower = row("1/task sandbox=off", 9.0, [90.0])
     assert "NOT met" in ht.compare_lines(a, [base, slower])[0]
-    other = types.SimpleNamespace(compare=["build_workers=16"])  # no sandbox target for another setting
+    other = types.SimpleNamespace(compare=[["build_workers=16"]])  # no sandbox target for another setting
     (line,) = ht.compare_lines(other, [base, row("1/task build_workers=16", 9.0, [90.0])])
     assert "+16.0%" in line and "target" not in line
     assert ht.compare_lines(types.SimpleNamespace(compare=None), [base, off]) == []
+    # --compare given twice, the second with two settings: a line each, against the same base
+    two = types.SimpleNamespace(compare=[["sandbox=off"], ["build_workers=16", "resident=8"]])
+    lines = ht.compare_lines(two, [base, off, row("1/task build_workers=16 resident=8", 6.3, [130.0])])
+    assert len(lines) == 2 and "against sandbox=off" in lines[0] and "-20.0%" in lines[1]
+    assert "against build_workers=16 resident=8 (1/task): 7.56 vs 6.30" in lines[1]
