@@ -17,6 +17,7 @@ caches are written only by the orchestrator or a builder that runs no candidate 
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import json
 import os
@@ -44,6 +45,10 @@ def _digest(d: str) -> bytes:
     return cachemac.tree_digest(d, frozenset({".lock"}))
 
 
+def _digest_or_none(d: str) -> bytes | None:
+    return _digest(d) if os.path.isdir(d) else None
+
+
 def seal(cache_root: str, key_file: str | None = None) -> int:
     """Sign every PCH folder not signed yet; returns how many were signed."""
     root, n = pch_root(cache_root), 0
@@ -62,13 +67,19 @@ def seal(cache_root: str, key_file: str | None = None) -> int:
     return n
 
 
-def verify(cache_root: str, key_file: str | None = None) -> list[dict]:
-    """Delete every PCH folder whose seal is missing or does not match; the problems found."""
+def verify(cache_root: str, key_file: str | None = None, workers: int | None = None) -> list[dict]:
+    """Delete every PCH folder whose seal is missing or does not match; the problems found.
+    ``workers``: folders hashed at once (default: one per folder, up to the cores)."""
     root, problems = pch_root(cache_root), []
     if not os.path.isdir(root):
         return problems
     key = cachemac.load_key(cache_root, key_file)
-    for name in sorted(os.listdir(root)):
+    names = sorted(os.listdir(root))
+    # every evaluator start reads them all (a flag set's two PCHs: ~1.4 GB): hashed side by side
+    # (hashlib releases the GIL), not one after another
+    with cf.ThreadPoolExecutor(workers or max(1, min(len(names), os.cpu_count() or 1))) as ex:
+        digests = dict(zip(names, ex.map(_digest_or_none, [os.path.join(root, n) for n in names]), strict=True))
+    for name in names:
         d, sp = os.path.join(root, name), os.path.join(_seal_dir(cache_root), name + ".json")
         try:
             with open(sp) as f:
@@ -79,7 +90,7 @@ def verify(cache_root: str, key_file: str | None = None) -> list[dict]:
             why = "unsigned"
         elif s.get("kid") != cachemac.key_id(key):
             why = "other_key"
-        elif not (os.path.isdir(d) and cachemac.verify(key, "pch", name, _digest(d), s.get("mac"))):
+        elif digests[name] is None or not cachemac.verify(key, "pch", name, digests[name], s.get("mac")):
             why = cachemac.TAMPER
         else:
             continue
