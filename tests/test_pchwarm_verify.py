@@ -25,3 +25,30 @@ def test_a_changed_folder_among_several_is_the_one_found_and_deleted(tmp_path, w
     found = pchwarm.verify(cache, workers=workers)
     assert sorted((p["key"], p["reason"]) for p in found) == [("set3", cachemac.TAMPER), ("unsigned", "unsigned")]
     assert sorted(os.listdir(pchwarm.pch_root(cache))) == ["set0", "set1", "set2", "set4"]
+
+
+def test_a_cache_made_with_the_light_pch_serves_a_run_without_it(tmp_path, monkeypatch):
+    """A flag set whose PCHs were made with the light one beside the full one is made before for
+    a run with ``light_pch`` off (no builder started); not the other way round."""
+    import json
+    import subprocess
+
+    cache = str(tmp_path)
+    os.makedirs(os.path.join(pchwarm.pch_root(cache), "some"))
+    flags = pchwarm.flag_sets({"split_launchers": False}, [[]])
+    index = os.path.join(cache, "seals", "pch", "made.json")
+    os.makedirs(os.path.dirname(index))
+    started = []
+
+    def no_builder(*a, **k):  # a builder would be started: recorded, and refused
+        started.append(a)
+        raise OSError("no builder in this test")
+
+    monkeypatch.setattr(subprocess, "Popen", no_builder)
+    with open(index, "w") as f:
+        json.dump([pchwarm._index_key(x, True) for x in flags], f)
+    off = {"split_launchers": False, "light_pch": False}
+    assert pchwarm.prebuild(cache, off, [[]]).get("skipped") == "made before" and not started
+    with open(index, "w") as f:
+        json.dump([pchwarm._index_key(x, False) for x in flags], f)
+    assert not pchwarm.prebuild(cache, {"split_launchers": False}, [[]])["ok"] and len(started) == 1  # the light one is missing
