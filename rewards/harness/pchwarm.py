@@ -118,9 +118,11 @@ def prebuild(cache_root: str, switches: dict, cflag_sets: list, key_file: str | 
     done = _read_index(index)
     wanted = flag_sets(switches, cflag_sets)
     light = bool(switches.get("light_binding", True) and switches.get("light_pch", True))
-    # a flag set made with its light PCH has its full one too: enough where the light one is not wanted
-    todo = [f for f in wanted if not ({_index_key(f, light), _index_key(f, True)} & done if not light
-                                       else _index_key(f, light) in done)]
+
+    def made(flags: list) -> bool:  # a set made with its light PCH has its full one too
+        return _index_key(flags, True) in done or (not light and _index_key(flags, False) in done)
+
+    todo = [f for f in wanted if not made(f)]
     if not todo:
         if os.path.isdir(pch_root(cache_root)) and os.listdir(pch_root(cache_root)):
             return {"ok": True, "sealed": 0, "errors": [], "skipped": "made before"}
