@@ -140,9 +140,10 @@ def session(stack: contextlib.ExitStack, **kw):
 
 
 def warm_up() -> float:
-    """One tiny CUDA profiler session. CUPTI's start-up costs seconds in a fresh process (4.0 s
-    on the H200, scripts/probe_slot_costs.py); a profiling worker pays it here, while it waits
-    for its candidate, instead of in the GPU slot. Never in a worker that times: CUPTI stays
+    """One tiny CUDA profiler session. The first session cost seconds in a fresh process (4.0 s
+    on the H200, scripts/probe_slot_costs.py), mostly torch.profiler importing inductor, which
+    ``session`` now skips (H100, session 20: 0.08 s median ``profile_start``); a profiling worker
+    pays what is left here, while it waits for its candidate, instead of in the GPU slot. Never in a worker that times: CUPTI stays
     attached after a session and slows later launches (pytorch/pytorch#144455)."""
     import torch
 
