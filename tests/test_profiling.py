@@ -323,7 +323,7 @@ from rewards.harness import sysprof
 from torch.profiler import ProfilerActivity, profile
 before = set(sys.modules)
 with contextlib.ExitStack() as stack:
-    p = sysprof.session(stack) if sys.argv[3] == "km" else stack.enter_context(profile(activities=[ProfilerActivity.CPU]))
+    p = stack.enter_context(sysprof.session() if sys.argv[3] == "km" else profile(activities=[ProfilerActivity.CPU]))
     torch.ones(8).sum()
 new = [m for m in set(sys.modules) - before if m.startswith(("torch._inductor", "torch._dynamo", "sympy"))]
 events = sum(1 for e in p.events() if e.name == "aten::sum")

@@ -209,9 +209,9 @@ def cxx_main(args: list[str], cfg: dict) -> int:
     hdr = light_hdr = None
     if cfg.get("pch") and _binds_torch(src):
         flags, build = pch_flags(args), cfg["pch"] != "use"
+        light_pch = cfg.get("light_binding") and cfg.get("light_pch", True)
         # both, where PCHs are made (build mode: side by side), whichever this unit ends up using
         with cf.ThreadPoolExecutor(2) as ex:
-            light_pch = cfg.get("light_binding") and cfg.get("light_pch", True)
             fl = ex.submit(ensure_pch, real, flags, cfg["state"], build, True) if light_pch else None
             ff = ex.submit(ensure_pch, real, flags, cfg["state"], build)
         with contextlib.suppress(OSError):

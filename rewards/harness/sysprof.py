@@ -131,26 +131,30 @@ def _inductor_unimported():
             lazy.add("_inductor")
 
 
-def session(stack: contextlib.ExitStack, **kw):
-    """A CPU+CUDA torch.profiler session entered on ``stack`` (``_inductor_unimported``)."""
+@contextlib.contextmanager
+def session(**kw):
+    """A CPU+CUDA torch.profiler session, started under ``_inductor_unimported`` (only its start
+    reads the flag: the candidate's own forwards run with torch's lazy loader whole)."""
     from torch.profiler import ProfilerActivity, profile
 
-    with _inductor_unimported():
-        return stack.enter_context(profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], **kw))
+    with contextlib.ExitStack() as stack:
+        with _inductor_unimported():
+            prof = stack.enter_context(profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], **kw))
+        yield prof
 
 
 def warm_up() -> float:
     """One tiny CUDA profiler session. The first session cost seconds in a fresh process (4.0 s
     on the H200, scripts/probe_slot_costs.py), mostly torch.profiler importing inductor, which
     ``session`` now skips (H100, session 20: 0.08 s median ``profile_start``); a profiling worker
-    pays what is left here, while it waits for its candidate, instead of in the GPU slot. Never in a worker that times: CUPTI stays
-    attached after a session and slows later launches (pytorch/pytorch#144455)."""
+    pays what is left here, while it waits for its candidate, instead of in the GPU slot. Never in
+    a worker that times: CUPTI stays attached after a session and slows later launches
+    (pytorch/pytorch#144455)."""
     import torch
 
     t0 = time.perf_counter()
     x = torch.ones(8, device="cuda")
-    with contextlib.ExitStack() as stack:
-        session(stack)
+    with session():
         (x + 1).sum()
         torch.cuda.synchronize()
     return time.perf_counter() - t0
@@ -173,8 +177,7 @@ def record(model, xs: list, calls: int, record_shapes: bool = True, warm: bool =
             model(*xs)  # warm: lazy init and autotuning stay out of the profile
         torch.cuda.synchronize()
         ann = annotate(model) if isinstance(model, torch.nn.Module) else None
-        with contextlib.ExitStack() as stack:
-            prof = session(stack, record_shapes=record_shapes)
+        with session(record_shapes=record_shapes) as prof:
             if ann:
                 ann.__enter__()
             fn = model if ann and ann.hooked_root else _ranged(model)

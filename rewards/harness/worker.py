@@ -298,8 +298,7 @@ def profile_record(model, xs: list, calls: int, system: dict | None = None, warm
         if warm:
             model(*xs)
         torch.cuda.synchronize()
-        with contextlib.ExitStack() as stack:
-            prof = sysprof.session(stack)
+        with sysprof.session() as prof:
             kernels.bracketed_calls(model, xs, calls)
     return {"prof": prof}
 
