@@ -133,3 +133,27 @@ def test_a_long_stream_of_submits_does_not_hold_the_builds_back(monkeypatch):
     finally:
         ev._build_pool.shutdown()
     assert len(first) == len(futs) and min(first) - t0 < 1.5, (min(first) - t0, len(futs))
+
+
+@pytest.mark.parametrize("line", [
+    "self.f = torch.compile(self.f)",
+    'self.f = torch.compile(self.f, mode="max-autotune", fullgraph=True)',
+])
+def test_a_torch_compile_in_init_is_guessed_longer_than_the_same_build_without(line):
+    """torch.compile's first forward runs in the resident place after the build (16-27 s on the
+    H100): its build starts before those of equal CUDA that load at once."""
+    plain = program(SPLIT_CU, "init")
+    compiled = plain.replace("        self.ext = ", f"        {line}\n        self.ext = ")
+    assert compiled != plain
+    assert buildorder.guess_s(compiled) == buildorder.guess_s(plain) + buildorder.COMPILE_S
+    # and before a declined (templated) source's: 11 + 16-27 s against 25-38 s (H100)
+    assert buildorder.guess_s(compiled) > buildorder.guess_s(program(TEMPLATED_CU, "init"))
+
+
+def test_a_decorated_function_counts_and_a_mention_in_text_does_not():
+    deco = "import torch\n@torch.compile(mode='reduce-overhead')\ndef f(x):\n    return x + 1\n"
+    assert buildorder.guess_s(deco) == buildorder.BASE_S + buildorder.COMPILE_S
+    mention = "import torch\n# torch.compile would be faster\nS = 'torch.compile(model)'\n"
+    assert buildorder.guess_s(mention) == buildorder.BASE_S
+    other = "import re\nP = re.compile('x')\n"  # another module's compile
+    assert buildorder.guess_s(other) == buildorder.BASE_S

@@ -32,6 +32,12 @@ def _wait_prebuild(ev: Evaluator, timeout_s: float = 600) -> dict:
     return ev.pch
 
 
+def _checked(ev: Evaluator, timeout_s: float = 120) -> dict:
+    """The PCH check runs in the background (beside the workers' start-up): its findings once done."""
+    assert ev._pch_checked.wait(timeout_s)
+    return ev.pch
+
+
 def _gch(cache: Path) -> list[Path]:
     return sorted((cache / "buildspeed" / "pch").rglob("*.gch"))
 
@@ -74,7 +80,7 @@ def test_a_candidate_cannot_write_the_pch(made, task):
     probe = f"        open({str(gch)!r}, 'ab').write(b'planted')"
     src = (CANDS / "py_probe.py").read_text().replace("        PROBE", probe)
     with Evaluator(_cfg(made["cache"])) as ev:
-        assert ev.pch["mode"] == "use" and not ev.pch["discarded"]
+        assert ev.pch["mode"] == "use" and not _checked(ev)["discarded"]
         r = ev.submit(task, src).result()
     assert r.status != "ok" and ("Permission" in (r.error or "") or "Read-only" in (r.error or "")), (r.status, r.error)
     assert _sha(gch) == before
@@ -86,13 +92,54 @@ def test_a_changed_pch_is_discarded_and_made_again(made, tmp_path):
     gch = _gch(made["cache"])[-1]
     gch.write_bytes(gch.read_bytes() + b"planted")
     with Evaluator(_cfg(made["cache"])) as ev:
-        found = ev.pch["discarded"]
+        found = _checked(ev)["discarded"]
         assert [p["reason"] for p in found] == ["mac_mismatch"] and found[0]["cache"] == "pch", found
         assert any(e["found"] == found for e in ev.cache_watch.events)
         assert _wait_prebuild(ev)["ok"] and ev.pch["sealed"] == 1
     assert gch in _gch(made["cache"]) and len(_gch(made["cache"])) == 2
     assert not gch.read_bytes().endswith(b"planted")
     assert pchwarm.verify(str(made["cache"])) == []
+
+
+def test_no_build_starts_before_the_check_and_the_start_does_not_wait_for_it(made, task, monkeypatch):
+    """pchwarm.verify runs beside the workers' start-up (it hashed ~5.5 GB for 4.2 s of every
+    evaluator start, H100): __enter__ returns while it runs, and a candidate submitted meanwhile
+    builds only once it has ended."""
+    import threading
+
+    release, real = threading.Event(), pchwarm.verify
+
+    def held(*a, **kw):
+        assert release.wait(120)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(pchwarm, "verify", held)
+    with Evaluator(_cfg(made["cache"])) as ev:
+        assert not ev._pch_checked.is_set()  # entered, the check still held
+        fut = ev.submit(task, HONEST)
+        time.sleep(3.0)
+        assert not fut.done() and not ev._pch_checked.is_set()
+        release.set()
+        r = fut.result()
+        assert r.status == "ok", (r.error, r.log_tail)
+        assert _checked(ev)["discarded"] == [] and ev.pch["verify_s"] >= 3.0
+    assert r.evidence["phases_s"]["pch_wait"] >= 3.0  # its build waited for the check
+
+
+def test_a_check_that_fails_discards_every_pch(made, task, monkeypatch):
+    """An error while checking (an unreadable seal folder, a full disk): nothing unchecked is used;
+    every PCH is made again."""
+    def broken(*a, **kw):
+        raise OSError("checking failed")
+
+    real = pchwarm.verify
+    monkeypatch.setattr(pchwarm, "verify", broken)
+    before = {p: _sha(p) for p in _gch(made["cache"])}
+    with Evaluator(_cfg(made["cache"])) as ev:
+        found = _checked(ev)["discarded"]
+        assert [p["reason"] for p in found] == ["unreadable"] and "checking failed" in found[0]["error"], found
+        assert _wait_prebuild(ev)["ok"] and ev.pch["sealed"] == 2, ev.pch  # both made again
+    assert set(before) == set(_gch(made["cache"])) and real(str(made["cache"])) == []
 
 
 def test_without_the_sandbox_the_pch_stays_off(tmp_path):

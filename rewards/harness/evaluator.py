@@ -47,6 +47,7 @@ from rewards.harness import (
     baselines,
     buildorder,
     cacheguard,
+    cachemac,
     cachewatch,
     floor,
     gpulock,
@@ -411,6 +412,8 @@ class Evaluator:
         self.pch: dict = {"mode": "off"}  # the shared PCH (build_speed.pch): off | use, and its prebuild
         self._pch_ready = threading.Event()  # set when the prebuild has ended (or none runs)
         self._pch_ready.set()
+        self._pch_checked = threading.Event()  # set when pchwarm.verify has ended (or none runs)
+        self._pch_checked.set()
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Evaluator:
@@ -554,23 +557,36 @@ class Evaluator:
             self._start_pch()
 
     def _start_pch(self) -> None:
-        """Shared PCHs (pchwarm.py): checked now, made in the background by processes that run no
-        candidate code; builds that start before one exists go without it. Only where workers
-        cannot write them."""
+        """Shared PCHs (pchwarm.py): checked, then made, in the background by processes that run no
+        candidate code; builds wait for the check, and for the making up to ``pch_wait_s``. Only
+        where workers cannot write them."""
         if not self._sandbox.guards_cache:
             self.pch = {"mode": "off", "why": "the sandbox cannot keep workers from writing a shared PCH"}
             return
-        found = pchwarm.verify(self.cache, self.cfg.cache_key_file)
-        if found:
-            pchwarm.forget(self.cache)
-            self.cache_watch.events.append({"time": time.time(), "found": found, "attributed": False, "suspects": 0})
-        self.pch = {"mode": "use", "discarded": found}
+        self.pch = {"mode": "use", "discarded": []}
         sw = {k: v for k, v in self.cfg.build_speed.items() if k not in ("pch_cflags", "pch_wait_s")}
+        self._pch_checked.clear()
         self._pch_ready.clear()
 
-        def run():
+        def check() -> None:
             t0 = time.perf_counter()
+            try:  # every evaluator start hashes them all (~5.5 GB, 4.2 s on the H100 host before the
+                found = pchwarm.verify(self.cache, self.cfg.cache_key_file)  # first build could start)
+            except Exception as e:  # not checked: none may be used, the prebuild makes them again
+                pchwarm.discard_all(self.cache)
+                found = [{**cachemac.problem("pch", "*", "unreadable"), "error": f"{type(e).__name__}: {e}"[:300]}]
+            if found:
+                pchwarm.forget(self.cache)
+                self.cache_watch.events.append({"time": time.time(), "found": found, "attributed": False, "suspects": 0})
+            self.pch.update(discarded=found, verify_s=round(time.perf_counter() - t0, 3))
+
+        def run():
             try:
+                try:
+                    check()
+                finally:
+                    self._pch_checked.set()
+                t0 = time.perf_counter()
                 got = pchwarm.prebuild(self.cache, sw, self.cfg.build_speed.get("pch_cflags", [[]]),
                                        self.cfg.cache_key_file, arch=self.arch)
                 self.pch.update(got, prebuild_s=round(time.perf_counter() - t0, 1))
@@ -582,14 +598,16 @@ class Evaluator:
         threading.Thread(target=run, name="km-pch", daemon=True).start()
 
     def _wait_pch(self, ph: dict) -> None:
-        """A build that would start while the shared PCHs are being made waits for them (up to
-        ``build_speed.pch_wait_s``): made on an idle machine in ~15 s, they cut every build about
-        in half, while builds started beside the prebuild went without them and slowed it down
-        (H200, a fresh cache: 2 of 24 builds used one, prebuild 65 s). Only a fresh cache waits."""
+        """A build waits for the shared PCHs' check (seconds; no build may read one unchecked),
+        and, while they are being made, for them (up to ``build_speed.pch_wait_s``): made on an
+        idle machine in ~15 s, they cut every build about in half, while builds started beside the
+        prebuild went without them and slowed it down (H200, a fresh cache: 2 of 24 builds used
+        one, prebuild 65 s). Only a fresh cache waits for the making."""
         if self._pch_ready.is_set():
             return
         t0 = time.perf_counter()
-        self._pch_ready.wait(float(self.cfg.build_speed.get("pch_wait_s", 120)))
+        self._pch_checked.wait()
+        self._pch_ready.wait(max(0.0, float(self.cfg.build_speed.get("pch_wait_s", 120)) - (time.perf_counter() - t0)))
         ph["pch_wait"] = round(time.perf_counter() - t0, 3)
 
     def build(self, candidate_source: str, fast_build: bool | None = None) -> EvalResult:

@@ -179,6 +179,20 @@ def _read_index(path: str) -> set:
         return set()
 
 
+def discard_all(cache_root: str) -> None:
+    """Every PCH and its seal gone (when they could not be checked): the prebuild makes them again.
+    The root itself stays: workers already started see it through their read-only view."""
+    root = pch_root(cache_root)
+    for name in os.listdir(root) if os.path.isdir(root) else []:
+        p = os.path.join(root, name)
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.remove(p)
+    shutil.rmtree(_seal_dir(cache_root), ignore_errors=True)
+
+
 def forget(cache_root: str) -> None:
     """After a discarded PCH: make every flag set again."""
     with contextlib.suppress(OSError):
