@@ -263,6 +263,7 @@ def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict
             "timed_calls": r.evidence.get("timed_calls"),
             "held_key": "gpu_held" if "gpu_held" in ph else "slot_held", "phases_s": ph,
             "slot_builds": r.evidence.get("slot_builds"), "fast_build": r.evidence.get("fast_build") or [],
+            "compiler_spare": r.evidence.get("compiler_spare"), "compiler_import": r.evidence.get("compiler_import"),
             "profiled": "system_profile" in r.evidence, "profiling_error": r.evidence.get("profiling_error"),
             "oom_retry": r.evidence.get("oom_retry"), "worker_cpu_s": r.evidence.get("worker_cpu_s") or {},
             "error": r.error, "t_submit": t_sub,
@@ -464,6 +465,16 @@ def _pch_uses(recs: list[dict]) -> str:
     return f"{light + full} of {len(fresh)} (light {light}, torch/extension.h {full})"
 
 
+def _compiler_spares(recs: list[dict]) -> str:
+    """Candidates that call torch.compile (harness.compiler_spares): how many loaded in a worker that
+    had imported the compiler, and what that import took there."""
+    want = [r for r in recs if r.get("compiler_spare") is not None]
+    imp = [r["compiler_import"] for r in want if (r.get("compiler_import") or {}).get("s") is not None]
+    return (f"{sum(bool(r['compiler_spare']) for r in want)} of {len(want)}"
+            + (f" (import in the spare: median {statistics.median(i['s'] for i in imp):.1f} s, "
+               f"{statistics.median(i['cpu_s'] for i in imp):.1f} CPU-s)" if imp else ""))
+
+
 def phase_lines(rows: list[dict]) -> list[str]:
     out = []
     for r in rows:
@@ -490,7 +501,8 @@ def phase_lines(rows: list[dict]) -> list[str]:
         out.append(f"  {r['config']} statuses: harness {r['statuses']}; slot builds (built inside the GPU slot): "
                    f"{sum(rec.get('slot_builds') or 0 for rec in r['records'])}; fresh builds whose binding unit "
                    f"used a shared PCH: {_pch_uses(r['records'])}"
-                   f" of {sum(not rec['cache_hit'] for rec in r['records'])}")
+                   f" of {sum(not rec['cache_hit'] for rec in r['records'])}; torch.compile programs loaded in a "
+                   f"compiler spare: {_compiler_spares(r['records'])}")
         cpu: dict[str, float] = {}
         for rec in r["records"]:
             for k, v in (rec.get("worker_cpu_s") or {}).items():

@@ -69,6 +69,7 @@ class HarnessConfig:
     profile_warm_early: bool = True  # the profiled run's warming forward before the GPU lock, not inside it
     profiler_spares: Any = "auto"  # (profile_worker: fresh) warm profiler workers per GPU; auto: one per resident candidate (one warms in 4-8 s)
     profile_worker: str = "same"  # same: the timed worker profiles after its timing | fresh: a profiler process per candidate
+    compiler_spares: bool = True  # a candidate calling torch.compile loads in a worker that imported dynamo/inductor beside its build (compilerspares.py)
     profiler_lazy_inductor: bool = True  # a profiler session starts without importing torch._inductor where the candidate never did (sysprof)
     cuda_arch: str = "auto"
     build_max_jobs: int = 2

@@ -49,6 +49,7 @@ from rewards.harness import (
     cacheguard,
     cachemac,
     cachewatch,
+    compilerspares,
     floor,
     gpulock,
     hostmem,
@@ -238,13 +239,14 @@ class _Slot:
         self.ev, self.index, self.gpu = ev, index, gpu
         self.lock = gpulock.PriorityLock()  # whoever times work on this device holds it (timings stay clean)
         self.depth = depth  # spares kept per role: enough that the next one is warm when taken
-        self.spares: dict[str, collections.deque[Worker]] = {r: collections.deque() for r in depth}
+        # spares per pool: a role's (kept at ``depth``), and compilerspares.POOL's (kept by CompilerSpares)
+        self.spares: dict[str, collections.deque[Worker]] = {r: collections.deque() for r in [*depth, compilerspares.POOL]}
         self.members: set[Worker] = set()  # every live worker on this device: spares, candidates, references
         self.ref_profilers: collections.deque[Worker] = collections.deque()  # idle, kept for references' profiles
         self._mu = threading.Lock()  # guards spares and members (several candidates use the slot at once)
 
-    def spawn(self, role: str, spare: bool = False) -> Worker:
-        w = self.ev._spawn(role, self.gpu, spare)
+    def spawn(self, role: str, spare: bool = False, compiler: bool = False) -> Worker:
+        w = self.ev._spawn(role, self.gpu, spare, compiler)
         with self._mu:
             self.members.add(w)
         return w
@@ -328,6 +330,31 @@ class _Slot:
                     self.spares[role].appendleft(w)  # already warm: the next one taken
                     return
         self.ev._drop(w)
+
+    def take_spare(self, pool: str) -> Worker | None:
+        """A live spare of ``pool`` if there is one (none is started for the taker)."""
+        with self._mu:
+            q = self.spares[pool]
+            w = q.popleft() if q else None
+        if w is not None and not w.alive():
+            self.ev._drop(w)
+            return None
+        return w
+
+    def keep_spares(self, pool: str, n: int, compiler: bool = False) -> None:
+        """``n`` candidate workers in ``pool``: more started, or the newest (the least warm) dropped."""
+        extra = []
+        with self._mu:
+            q = self.spares[pool]
+            while len(q) > n:
+                extra.append(q.pop())
+            need = n - len(q)
+        for w in extra:
+            self.ev._drop(w)
+        for _ in range(need):
+            w = self.spawn("candidate", spare=True, compiler=compiler)
+            with self._mu:
+                self.spares[pool].append(w)
 
     def take(self, role: str = "candidate") -> Worker:
         with self._mu:
@@ -414,6 +441,7 @@ class Evaluator:
         self._pch_ready.set()
         self._pch_checked = threading.Event()  # set when pchwarm.verify has ended (or none runs)
         self._pch_checked.set()
+        self._compilers = compilerspares.CompilerSpares([], 0, False)  # __enter__ gives it the slots
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Evaluator:
@@ -442,6 +470,7 @@ class Evaluator:
         self._all_slots = [_Slot(self, i, g, depth) for i, g in enumerate(gpus)]
         if self.device == "cuda" and self.arch is None:  # the builds' one arch: the first slot's GPU
             self.arch = "{}.{}".format(*torch.cuda.get_device_capability(0))  # (the parent judges on it anyway)
+        self._compilers = compilerspares.CompilerSpares(self._all_slots, self.resident, self.cfg.compiler_spares)
         mark("slots")
         self.n_build = self.cfg.n_build_workers()
         self._build_spares: queue.Queue[Worker] = queue.Queue()
@@ -643,6 +672,7 @@ class Evaluator:
         self.cache_watch.begin(r)  # from here until _finish its workers may run its code
         ph = r.evidence["phases_s"]
         ph["queue"] = time.perf_counter() - t0
+        self._compilers.want(r, src)  # torch.compile: its worker imports the compiler beside the build
         t1 = time.perf_counter()
         ok = self._build_sealed(src, r, r.evidence, self.cfg.fast_build, task)
         ph["build"] = time.perf_counter() - t1
@@ -767,6 +797,7 @@ class Evaluator:
         bf.add_done_callback(done)
 
     def _finish(self, r: EvalResult, t0: float) -> EvalResult:
+        self._compilers.release(r)
         self.cache_watch.end(r, r.evidence)  # its workers are gone: did the cache move meanwhile?
         ph = r.evidence["phases_s"]
         ph["total"] = time.perf_counter() - t0
@@ -780,17 +811,18 @@ class Evaluator:
             return [v.strip() for v in vis.split(",") if v.strip()]
         return [str(i) for i in range(max(1, torch.cuda.device_count()))]
 
-    def _worker_env(self, role: str, gpu: str | None, spare: bool) -> dict:
+    def _worker_env(self, role: str, gpu: str | None, spare: bool, compiler: bool = False) -> dict:
         c = self.cfg
         return {**self._ext_env(None if role == "build" else gpu), "KM_DEVICE": self.device,
                 "MAX_JOBS": str(c.build_max_jobs), "KM_NICE": str(c.build_nice if role == "build" else 0),
                 precision.ENV: json.dumps(c.precision), "KM_SPARE": "1" if spare else "0",
-                sysprof.LAZY_INDUCTOR_ENV: "1" if c.profiler_lazy_inductor else "0"}
+                sysprof.LAZY_INDUCTOR_ENV: "1" if c.profiler_lazy_inductor else "0",
+                "KM_IMPORT_COMPILER": "1" if compiler else "0"}
 
-    def _spawn(self, role: str, gpu: str | None, spare: bool = False) -> Worker:
+    def _spawn(self, role: str, gpu: str | None, spare: bool = False, compiler: bool = False) -> Worker:
         if self._closing:
             raise RuntimeError("the evaluator is shutting down")
-        env = self._worker_env(role, gpu, spare)
+        env = self._worker_env(role, gpu, spare, compiler)
         w = Worker(role, env, os.path.join(self.cache, "scratch"), self.cfg.network_namespace,
                    None if role == "reference" else self._sandbox)  # the reference runs no candidate code
         with self._wlock:
@@ -1337,7 +1369,11 @@ class Evaluator:
     def _execute(self, slot: _Slot, src: str, ctx: dict, r: EvalResult, ev: dict) -> None:
         c, t, ph = self.cfg, self.cfg.timeouts_s, ev["phases_s"]
         t0 = time.perf_counter()
-        w = slot.take()
+        w = None
+        if self._compilers.wants(r):  # its program calls torch.compile: a worker that imported it
+            w = self._compilers.take(slot, r)
+            ev["compiler_spare"] = w is not None
+        w = w or slot.take()
         ph["take"] = time.perf_counter() - t0  # includes spawning the next spare
         phase, pw = "start", None
         # profile_worker fresh: the profiler worker is taken now and its start-up (CUPTI, 4-8 s)
@@ -1382,7 +1418,9 @@ class Evaluator:
                        shared_namespace=c.shared_namespace, copy_params=c.copy_params, cache_root=self.cache,
                        fast_build=c.fast_build)
             try:
-                timed("load", job, t["correctness"])
+                loaded = timed("load", job, t["correctness"])
+                if "compiler_import" in loaded:  # done while it was a spare (compilerspares.py)
+                    ev["compiler_import"] = loaded["compiler_import"]
             except WorkerRaised as e:
                 r.status = "invalid" if "defines no `ModelNew`" in str(e) else "runtime_error"
                 r.error = str(e)

@@ -448,6 +448,20 @@ def _cupti_warm_up() -> dict:
         return {"warm_up_error": _err(e)}
 
 
+def _import_compiler() -> dict:
+    """(harness.compiler_spares) What ``torch.compile(..., backend="inductor")`` imports when a
+    process first calls it, before the candidate that calls it is loaded here (compilerspares.py).
+    Harness code only: no candidate code has run in this process."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        import torch._dynamo  # noqa: F401
+        import torch._inductor.compile_fx  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - the candidate imports it itself then
+        traceback.print_exc()
+        return {"error": _err(e)}
+    return {"s": round(time.perf_counter() - t0, 3), "cpu_s": round(time.process_time() - c0, 3)}
+
+
 def _free(state: dict, key: str) -> None:
     """Drop ``state[key]`` (a process kept across tasks): its model's GPU memory goes back to the
     device rather than staying in this process's cache beside the next task's."""
@@ -480,6 +494,8 @@ def main() -> None:
     if warm_flops and os.environ.get("KM_SPARE") != "1":
         _warm_flop_counter()  # after the hello: nobody waits for it, the next task's prepare may
     state: dict = {}
+    if os.environ.get("KM_IMPORT_COMPILER") == "1":  # after the hello: an idle spare is left running
+        state["compiler_import"] = _import_compiler()
     while True:
         try:
             job = protocol.recv(conn)
@@ -497,6 +513,8 @@ def main() -> None:
             elif op == "load":
                 state["cand"] = Candidate(job)
                 res = {"build": state["cand"].build}
+                if "compiler_import" in state:
+                    res["compiler_import"] = state.pop("compiler_import")
             elif op == "load_reference":  # a profiler process kept for references: the last one's memory goes first
                 _free(state, "cand")
                 state["cand"], res = ReferenceRun(job), {}
