@@ -95,14 +95,19 @@ def verify(cache_root: str, key_file: str | None = None, workers: int | None = N
         else:
             continue
         problems.append(cachemac.problem("pch", name, why))
-        if os.path.isdir(d) and not os.path.islink(d):
-            shutil.rmtree(d, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                os.remove(d)
+        _remove(d)
         with contextlib.suppress(OSError):
             os.remove(sp)
     return problems
+
+
+def _remove(p: str) -> None:
+    """A folder with all in it, or a file or link (never followed)."""
+    if os.path.isdir(p) and not os.path.islink(p):
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.remove(p)
 
 
 def prebuild(cache_root: str, switches: dict, cflag_sets: list, key_file: str | None = None,
@@ -184,12 +189,7 @@ def discard_all(cache_root: str) -> None:
     The root itself stays: workers already started see it through their read-only view."""
     root = pch_root(cache_root)
     for name in os.listdir(root) if os.path.isdir(root) else []:
-        p = os.path.join(root, name)
-        if os.path.isdir(p) and not os.path.islink(p):
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                os.remove(p)
+        _remove(os.path.join(root, name))
     shutil.rmtree(_seal_dir(cache_root), ignore_errors=True)
 
 
