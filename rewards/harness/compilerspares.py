@@ -39,6 +39,7 @@ class CompilerSpares:
         self.slots, self.per_slot, self.enabled = slots, per_slot, enabled
         self._wanting: set[int] = set()  # id() of the results of candidates that will take one
         self._mu = threading.Lock()
+        self._keeping = threading.Lock()  # one _keep at a time: two at once would both start the missing one
 
     def want(self, key: Any, source: str) -> bool:
         """At the candidate's build start: True (and a spare starting) when its program calls
@@ -70,8 +71,9 @@ class CompilerSpares:
         self._keep()
 
     def _keep(self) -> None:
-        with self._mu:
-            n = len(self._wanting)
-        target = min(self.per_slot, math.ceil(n / len(self.slots))) if self.slots else 0
-        for s in self.slots:
-            s.keep_spares(POOL, target, compiler=True)
+        with self._keeping:
+            with self._mu:
+                n = len(self._wanting)
+            target = min(self.per_slot, math.ceil(n / len(self.slots))) if self.slots else 0
+            for s in self.slots:
+                s.keep_spares(POOL, target, compiler=True)
