@@ -271,8 +271,9 @@ class _Slot:
         """Hold every other worker of this device stopped while the caller times something on
         it: warming spares (CUDA init, CUPTI start-up), candidates loading or running trials,
         references preparing. An idle spare (its hello sent, or read already by a taker that
-        gave it back) is left alone; a worker that ran candidate code is stopped whatever its
-        socket shows (the candidate can write to it). Call with ``lock`` held."""
+        gave it back) is left alone, a compiler spare's import after its hello included (harness
+        code, CPU only; compilerspares.py); a worker that ran candidate code is stopped whatever
+        its socket shows (the candidate can write to it). Call with ``lock`` held."""
         with self._mu:
             others = [w for w in self.members if w is not exempt]
             spares = {id(w) for q in self.spares.values() for w in q}
