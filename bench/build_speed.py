@@ -119,7 +119,7 @@ def build_child(spec_file: str) -> None:
     if fast:
         os.environ[buildspeed.SWITCHES_ENV] = json.dumps(spec["build_speed"])
     buildcache.install(spec["cache"], fast_build=fast)
-    t0, err = time.perf_counter(), None
+    t0, c0, err = time.perf_counter(), time.process_time(), None
     try:
         ce.load_inline(**spec["args"])
     except Exception as e:  # noqa: BLE001 - reported, not raised
@@ -127,7 +127,10 @@ def build_child(spec_file: str) -> None:
     wall = time.perf_counter() - t0
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     recs = buildcache.RECORDS
+    # py: this process's own CPU in load_inline (cpp_extension, the wrappers' set-up), start: its
+    # imports before it (torch): a build worker pays both beside the compilers (worker:build)
     print(json.dumps({"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "error": err,
+                      "py_cpu_s": time.process_time() - c0, "start_cpu_s": c0,
                       "rewrites": [r.get("fast_build") for r in recs if r.get("fast_build")]}))
 
 
@@ -228,7 +231,8 @@ def main() -> int:
             for f in cf.as_completed([ex.submit(run_build, j, work) for j in jobs if j["recipe"] == rec]):
                 r = f.result()
                 results.append(r)
-                say(f"  {r['recipe']:4s} {r['wall_s']:7.1f} s wall {r['cpu_s']:7.1f} s cpu  {r['src']}  "
+                say(f"  {r['recipe']:4s} {r['wall_s']:7.1f} s wall {r['cpu_s']:7.1f} s cpu "
+                    f"(python: start {r.get('start_cpu_s', float('nan')):.1f}, load_inline {r.get('py_cpu_s', float('nan')):.1f})  {r['src']}  "
                     f"rewrites={r['rewrites']} error={r['error']}")
         total[rec] = time.perf_counter() - t0
     med = {}
