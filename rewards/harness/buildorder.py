@@ -24,6 +24,14 @@ COMPILE_S = 20.0  # torch.compile's first forward (dynamo + inductor) while the 
 BASE_S = 1.0  # a program with no build: its worker's start, exec and construction
 
 
+def parse(source: str) -> ast.AST | None:
+    """The program's syntax tree; None when it does not parse (rejected in a moment)."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
 def cuda_literals(tree: ast.AST) -> list[str]:
     """The program's string constants that hold a kernel."""
     return [n.value for n in ast.walk(tree)
@@ -38,10 +46,9 @@ def calls_torch_compile(tree: ast.AST) -> bool:
 
 def guess_s(source: str) -> float:
     """Seconds from this candidate's build start to its readiness, relative to the others."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return BASE_S  # rejected in a moment
+    tree = parse(source)
+    if tree is None:
+        return BASE_S
     load = COMPILE_S if calls_torch_compile(tree) else 0.0
     if "load_inline" not in source and "cpp_extension" not in source:
         return BASE_S + load

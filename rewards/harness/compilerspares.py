@@ -14,7 +14,6 @@ a worker of this kind that nobody takes is dropped, one per candidate that no lo
 
 from __future__ import annotations
 
-import ast
 import math
 import threading
 from typing import Any
@@ -25,10 +24,8 @@ POOL = "compiler"  # the slots' spare pool of these workers
 
 
 def calls_torch_compile(source: str) -> bool:
-    try:
-        return buildorder.calls_torch_compile(ast.parse(source))
-    except (SyntaxError, ValueError):
-        return False
+    tree = buildorder.parse(source)
+    return tree is not None and buildorder.calls_torch_compile(tree)
 
 
 class CompilerSpares:

@@ -336,7 +336,7 @@ class _Slot:
         """A live spare of ``pool`` if there is one (none is started for the taker)."""
         with self._mu:
             q = self.spares[pool]
-            w = q.popleft() if q else None
+            w = q.popleft() if q else None  # the oldest: the warmest
         if w is not None and not w.alive():
             self.ev._drop(w)
             return None
@@ -358,13 +358,7 @@ class _Slot:
                 self.spares[pool].append(w)
 
     def take(self, role: str = "candidate") -> Worker:
-        with self._mu:
-            q = self.spares[role]
-            w = q.popleft() if q else None  # the oldest: the warmest
-        if w is not None and not w.alive():
-            self.ev._drop(w)
-            w = None
-        w = w or self.spawn(role)
+        w = self.take_spare(role) or self.spawn(role)
         self.warm()  # the replacement warms up while this one works
         return w
 
