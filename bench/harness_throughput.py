@@ -238,7 +238,8 @@ def _batch(ev, name: str, work: list, t0: float, deadline: float, sampler: GpuSa
             r = recs[-1]
             log(f"[{name} {time.perf_counter() - t0:6.1f}s] {len(recs)}/{len(work)} {task.id} {meta}: "
                 f"{r['status']} build_s={r['build_s']} held={r['gpu_held_s']} runtime_us={r['runtime_us']}"
-                + (f" error={r['error'][:200]}" if r.get("error") else ""))
+                + (f" error={r['error'][:200]}" if r.get("error") else "")
+                + (f" cache_tampered={r['cache_tampered']}" if r.get("cache_tampered") else ""))
     wall = time.perf_counter() - t0
     held_iv = [(e["start"], e["end"]) for e in getattr(ev, "timeline", []) or []
                if e.get("kind") == "gpu" and e["start"] >= t0]
@@ -266,6 +267,7 @@ def _record(f: cf.Future, task, meta: dict, t_sub: float, t_done: float) -> dict
             "compiler_spare": r.evidence.get("compiler_spare"), "compiler_import": r.evidence.get("compiler_import"),
             "profiled": "system_profile" in r.evidence, "profiling_error": r.evidence.get("profiling_error"),
             "oom_retry": r.evidence.get("oom_retry"), "worker_cpu_s": r.evidence.get("worker_cpu_s") or {},
+            "cache_tampered": r.evidence.get("cache_tampered") or [],
             "error": r.error, "t_submit": t_sub,
             "t_ready": ready if r.compiled else None, "t_done": t_done}
 

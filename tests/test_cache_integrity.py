@@ -11,6 +11,8 @@ import json
 import os
 import shutil
 import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -110,6 +112,57 @@ def test_build_seal_detects_flipped_bytes_swapped_so_and_copied_seals(tmp_path):
     assert s.before_load([{"key": KA}]) == [cachemac.problem("build", KA, "unsealed")]
     assert not a.exists() and not list((tmp_path / "ext").glob(".discarded-*"))  # gone, not loadable
     assert s.check(KB) is None
+
+
+def _build_in_flight(s: cacheguard.BuildSeals, entries: list[dict], delay_s: float) -> threading.Thread:
+    """A build job that has compiled (its folder finished, its lock released) and reports after
+    ``delay_s``: the orchestrator seals ``entries`` then."""
+    entered = threading.Event()
+
+    def job():
+        with s.building():
+            entered.set()
+            time.sleep(delay_s)
+            assert s.after_build(entries) == []
+
+    t = threading.Thread(target=job)
+    t.start()
+    assert entered.wait(10)
+    return t
+
+
+def test_a_fresh_build_not_yet_sealed_is_waited_for_not_discarded(tmp_path):
+    """CI, session 22: two candidates of one source; the cache hit reported before the compile
+    did, and its check before the load discarded the fresh build as a plant (then a build in the
+    same folder failed). Unsealed while a build is in flight: wait for its seal, then check."""
+    s = cacheguard.BuildSeals(str(tmp_path), settle_timeout_s=60)
+    a = _entry(tmp_path, KA, b"\x7fELF-fresh" * 50)  # the compile finished; the worker has not reported
+    t = _build_in_flight(s, [{"key": KA, "compiled": True}], delay_s=0.5)
+    t0 = time.monotonic()
+    assert s.before_load([{"key": KA}]) == []  # the hit's check: waits for the seal
+    assert time.monotonic() - t0 >= 0.4 and (a / "km_x.so").exists() and s.check(KA) is None
+    t.join()
+
+
+def test_a_plant_is_discarded_once_the_builds_in_flight_are_sealed(tmp_path):
+    s = cacheguard.BuildSeals(str(tmp_path), settle_timeout_s=60)
+    planted = _entry(tmp_path, KA, b"evil" * 50)
+    t0 = time.monotonic()
+    assert s.before_load([{"key": KA}]) == [cachemac.problem("build", KA, "unsealed")]
+    assert time.monotonic() - t0 < 5 and not planted.exists()  # nothing in flight: no wait
+    planted = _entry(tmp_path, KA, b"evil" * 50)
+    _entry(tmp_path, KB, b"\x7fELF-B" * 50)
+    t = _build_in_flight(s, [{"key": KB, "compiled": True}], delay_s=0.3)  # a build of another key
+    assert s.before_load([{"key": KA}]) == [cachemac.problem("build", KA, "unsealed")]
+    assert not planted.exists() and s.check(KB) is None
+    t.join()
+    # a build that never reports does not hold a check past the settle limit
+    s.settle_timeout_s = 0.2
+    planted = _entry(tmp_path, KA, b"evil" * 50)
+    with s.building():
+        t0 = time.monotonic()
+        assert s.before_load([{"key": KA}]) == [cachemac.problem("build", KA, "unsealed")]
+        assert time.monotonic() - t0 < 5 and not planted.exists()
 
 
 def test_a_claimed_compile_cannot_reseal_a_finished_build(tmp_path):

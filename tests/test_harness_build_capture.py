@@ -10,6 +10,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,30 @@ def test_an_extension_is_compiled_once(ev, task, first, cxx_log):
     assert again.status == "ok" and again.cache_hit is True
     assert again.evidence["build_compiles"] == 0 and again.evidence["slot_builds"] == 0
     assert roles(cxx_log) == before  # no compiler ran anywhere
+
+
+def test_identical_candidates_at_once_compile_once_and_none_is_discarded(task, cxx_log, tmp_path, monkeypatch):
+    """A GRPO group often holds one completion twice. Submitted at once, one build compiles and
+    the other waits on the key's lock and hits the cache. Here the compile's seal comes late (the
+    order CI met in session 22: the hit reported first): the hit's check before its load must
+    wait for that seal, not discard the fresh build as a plant and build it again in the slot."""
+    src = shape("helper")  # a cache of its own: compiled afresh
+    with Evaluator(_cfg(tmp_path, build_workers=2)) as e:
+        seal = e._seals.seal
+
+        def late(k):
+            time.sleep(3.0)
+            return seal(k)
+
+        monkeypatch.setattr(e._seals, "seal", late)
+        before = roles(cxx_log)
+        rs = [f.result() for f in [e.submit(task, src) for _ in range(3)]]
+    for r in rs:
+        assert r.status == "ok" and r.correct, (r.error, r.log_tail)
+        assert r.evidence["slot_builds"] == 0 and not r.evidence.get("cache_tampered"), r.evidence
+    assert sorted(r.evidence["build_compiles"] for r in rs) == [0, 0, 1]
+    new = roles(cxx_log) - before
+    assert set(new) == {"build"}, new  # every compile in the build pool, none in a slot
 
 
 def test_without_construction_the_slot_builds_and_says_so(task, cxx_log, tmp_path):

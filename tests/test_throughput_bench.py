@@ -186,10 +186,14 @@ def test_dry_run_end_to_end(tmp_path):
                          ("synthetic", "kernelbench-batch"), ("real", "kernelbench-batch")}
     for (conf, ev), r in rows.items():
         want = {"1/task": 2, "2/task": 2, "synthetic": 2, "real": 1}[conf.split(" ")[0]]  # --kb-n 2 when dry
-        assert r["n"] == r["done"] == r["correct"] == want, (conf, ev, r["statuses"])
+        assert r["n"] == r["done"] == r["correct"] == want, (conf, ev, r["statuses"],
+                                                             [x.get("error") for x in r.get("records", [])])
         if ev == "harness":
             recs = r["records"]
             assert all(x["status"] == "ok" and x["runtime_us"] > 0 for x in recs)
+            # honest candidates of one shared source: every build in the pool, nothing taken for
+            # a plant (session 22: a cache hit's check discarded the fresh build it raced with)
+            assert [(x["slot_builds"], x["cache_tampered"]) for x in recs] == [(0, [])] * len(recs), conf
             assert r["cand_per_min"] == pytest.approx(len(recs) / r["wall_s"] * 60)
             held = [x["gpu_held_s"] for x in recs]
             assert min(held) > 0 and r["gpu_held_per_cand_s"] == pytest.approx(statistics.median(held))

@@ -199,9 +199,12 @@ def _raise_recorded(key: str, bdir: str, name: str, from_disk: bool) -> None:
     source is compiled once, in the build pool. The build worker retries a candidate's own failed
     source (a compiler killed by memory pressure must not fail it forever)."""
     msg = _FAILED_HERE.get(key)
-    if msg is None and from_disk and os.path.exists(os.path.join(bdir, FAILED)):
-        with open(os.path.join(bdir, FAILED)) as f:
-            msg = f.read()
+    if msg is None and from_disk:
+        try:  # no exists() first: the orchestrator may discard the folder between the two
+            with open(os.path.join(bdir, FAILED)) as f:
+                msg = f.read()
+        except (FileNotFoundError, NotADirectoryError):
+            pass
     if msg is not None:
         raise BuildFailed(f"Error building extension '{name}' (the build failed before): {msg[-1500:]}")
 

@@ -48,14 +48,43 @@ MARKER, FAILED = ".km_done", ".km_failed"  # as buildcache.MARKER / FAILED (no t
 
 
 class BuildSeals:
-    def __init__(self, cache_root: str, key_file: str | None = None, lock_timeout_s: float = 120.0):
+    def __init__(self, cache_root: str, key_file: str | None = None, lock_timeout_s: float = 120.0,
+                 settle_timeout_s: float = 720.0):
         self.ext = os.path.join(cache_root, "ext")
         self.seals = os.path.join(cache_root, "seals", "ext")
         self.key = cachemac.load_key(cache_root, key_file)
         self.kid = cachemac.key_id(self.key)
         self.lock_timeout_s = lock_timeout_s
+        self.settle_timeout_s = settle_timeout_s  # the longest a build job may run: its start and build limits
         self._mu = threading.Lock()  # one seal/check at a time in this process
         self._fp: dict[str, tuple] = {}  # entries sealed or verified here -> their stat fingerprint
+        self._flight = threading.Condition()  # build jobs sent and not yet sealed (``building``)
+        self._inflight: set[int] = set()
+        self._next_job = 0
+
+    # -- builds in flight ---------------------------------------------------------------
+    @contextlib.contextmanager
+    def building(self):
+        """One build job, from its send to the seals of what it compiled. The worker releases a
+        key's build lock when its compile ends and reports later: until this block exits, an entry
+        it compiled is finished and unsealed, and ``before_load`` must not take it for a plant."""
+        with self._flight:
+            job = self._next_job
+            self._next_job += 1
+            self._inflight.add(job)
+        try:
+            yield
+        finally:
+            with self._flight:
+                self._inflight.discard(job)
+                self._flight.notify_all()
+
+    def _settle(self) -> None:
+        """Wait until every build job in flight now has been sealed (later ones are not waited
+        for: the wait is bounded by the slowest build already running)."""
+        with self._flight:
+            now = set(self._inflight)
+            self._flight.wait_for(lambda: not (now & self._inflight), self.settle_timeout_s)
 
     # -- one entry ----------------------------------------------------------------------
     def _seal_path(self, k: str) -> str:
@@ -214,7 +243,8 @@ class BuildSeals:
     def after_build(self, entries: list[dict]) -> list[dict]:
         """Seal what the build compiled, check what it reused; bad entries are discarded and
         returned as problems (the caller builds once more). An unsealed reused entry is left to
-        ``before_load``: a concurrent build of the same key may not have been sealed yet."""
+        ``before_load``: a concurrent build of the same key may not have been sealed yet (the caller
+        runs this inside ``building``, so that check waits for the others, not for this one)."""
         problems = []
         for e in _unique(entries):
             k = e["key"]
@@ -224,10 +254,14 @@ class BuildSeals:
         return problems
 
     def before_load(self, entries: list[dict]) -> list[dict]:
-        """Check every entry of the build (built or failed) before a worker loads them."""
+        """Check every entry of the build (built or failed) before a worker loads them; an
+        unsealed one is checked again once the builds in flight are sealed, then discarded."""
         problems = []
         for e in _unique(entries):
             why = self.check(e["key"])
+            if why == "unsealed":  # a concurrent build of the same key may not be sealed yet (session 22's CI
+                self._settle()     # failure: a cache hit reported first, and its check discarded the fresh build)
+                why = self.check(e["key"])
             if why == "missing":  # discarded meanwhile (or never built): the worker builds it, nothing to trust
                 continue
             if why is not None:

@@ -575,7 +575,8 @@ class Evaluator:
             os.makedirs(d, exist_ok=True)
         self._sandbox = Policy(c.sandbox, self.cache, c.sandbox_hide, c.sandbox_uids, c.network_namespace,
                                c.sandbox_ncu_uid, read_only=pch)
-        self._seals = cacheguard.BuildSeals(self.cache, c.cache_key_file)  # creates the MAC key
+        self._seals = cacheguard.BuildSeals(self.cache, c.cache_key_file,  # creates the MAC key
+                                            settle_timeout_s=c.timeouts_s["start"] + c.timeouts_s["build"])
         self.cache_watch = cachewatch.Watch(self._seals, self.cache, c.cache_key_file)
         if pch:
             self._start_pch()
@@ -1250,8 +1251,9 @@ class Evaluator:
         ``evidence.cache_tampered`` and built once more."""
         cacheguard.note(ev, self._seals.before_load(self._seals.known(src)))  # before the worker imports them
         for _ in range(2):
-            ok = self._build(src, r, ev, fast_build, task)
-            bad = self._seals.after_build(ev.get("cache_entries", []))
+            with self._seals.building():
+                ok = self._build(src, r, ev, fast_build, task)
+                bad = self._seals.after_build(ev.get("cache_entries", []))
             cacheguard.note(ev, bad)
             if not bad:
                 break
