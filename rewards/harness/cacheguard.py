@@ -256,17 +256,14 @@ class BuildSeals:
     def before_load(self, entries: list[dict]) -> list[dict]:
         """Check every entry of the build (built or failed) before a worker loads them; an
         unsealed one is checked again once the builds in flight are sealed, then discarded."""
-        problems = []
-        for e in _unique(entries):
-            why = self.check(e["key"])
-            if why == "unsealed":  # a concurrent build of the same key may not be sealed yet (session 22's CI
-                self._settle()     # failure: a cache hit reported first, and its check discarded the fresh build)
-                why = self.check(e["key"])
-            if why == "missing":  # discarded meanwhile (or never built): the worker builds it, nothing to trust
-                continue
-            if why is not None:
-                problems.append(self._drop(e["key"], why))
-        return problems
+        why = {e["key"]: self.check(e["key"]) for e in _unique(entries)}
+        if "unsealed" in why.values():
+            # a concurrent build of the same key may not be sealed yet (session 22's CI failure: a
+            # cache hit reported first, and its check here discarded its twin's fresh build)
+            self._settle()
+            why = {k: self.check(k) if w == "unsealed" else w for k, w in why.items()}
+        # "missing": discarded meanwhile (or never built): the worker builds it, nothing to trust
+        return [self._drop(k, w) for k, w in why.items() if w is not None and w != "missing"]
 
     def _drop(self, k: str, why: str) -> dict:
         self.discard(k)
