@@ -6,6 +6,7 @@ candidate's ``.so``. Each attack is followed by an honest candidate whose result
 move, and each has a legitimate twin (an untouched cache is reused, nothing is reported).
 """
 
+import concurrent.futures as cf
 import hashlib
 import json
 import os
@@ -114,21 +115,20 @@ def test_build_seal_detects_flipped_bytes_swapped_so_and_copied_seals(tmp_path):
     assert s.check(KB) is None
 
 
-def _build_in_flight(s: cacheguard.BuildSeals, entries: list[dict], delay_s: float) -> threading.Thread:
+def _build_in_flight(s: cacheguard.BuildSeals, entries: list[dict], delay_s: float) -> cf.Future:
     """A build job that has compiled (its folder finished, its lock released) and reports after
-    ``delay_s``: the orchestrator seals ``entries`` then."""
+    ``delay_s``: the orchestrator seals ``entries`` then. The future holds that seal's problems."""
     entered = threading.Event()
 
     def job():
         with s.building():
             entered.set()
             time.sleep(delay_s)
-            assert s.after_build(entries) == []
+            return s.after_build(entries)
 
-    t = threading.Thread(target=job)
-    t.start()
+    fut = cf.ThreadPoolExecutor(1).submit(job)
     assert entered.wait(10)
-    return t
+    return fut
 
 
 def test_a_fresh_build_not_yet_sealed_is_waited_for_not_discarded(tmp_path):
@@ -137,11 +137,11 @@ def test_a_fresh_build_not_yet_sealed_is_waited_for_not_discarded(tmp_path):
     same folder failed). Unsealed while a build is in flight: wait for its seal, then check."""
     s = cacheguard.BuildSeals(str(tmp_path), settle_timeout_s=60)
     a = _entry(tmp_path, KA, b"\x7fELF-fresh" * 50)  # the compile finished; the worker has not reported
-    t = _build_in_flight(s, [{"key": KA, "compiled": True}], delay_s=0.5)
+    sealed = _build_in_flight(s, [{"key": KA, "compiled": True}], delay_s=0.5)
     t0 = time.monotonic()
     assert s.before_load([{"key": KA}]) == []  # the hit's check: waits for the seal
     assert time.monotonic() - t0 >= 0.4 and (a / "km_x.so").exists() and s.check(KA) is None
-    t.join()
+    assert sealed.result(10) == []
 
 
 def test_a_plant_is_discarded_once_the_builds_in_flight_are_sealed(tmp_path):
@@ -152,10 +152,10 @@ def test_a_plant_is_discarded_once_the_builds_in_flight_are_sealed(tmp_path):
     assert time.monotonic() - t0 < 5 and not planted.exists()  # nothing in flight: no wait
     planted = _entry(tmp_path, KA, b"evil" * 50)
     _entry(tmp_path, KB, b"\x7fELF-B" * 50)
-    t = _build_in_flight(s, [{"key": KB, "compiled": True}], delay_s=0.3)  # a build of another key
+    sealed = _build_in_flight(s, [{"key": KB, "compiled": True}], delay_s=0.3)  # a build of another key
     assert s.before_load([{"key": KA}]) == [cachemac.problem("build", KA, "unsealed")]
     assert not planted.exists() and s.check(KB) is None
-    t.join()
+    assert sealed.result(10) == []
     # a build that never reports does not hold a check past the settle limit
     s.settle_timeout_s = 0.2
     planted = _entry(tmp_path, KA, b"evil" * 50)
